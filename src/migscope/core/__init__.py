@@ -1,0 +1,1 @@
+"""The pure core of migscope: MIG catalogue, layouts, mig-parted configs. No I/O here."""

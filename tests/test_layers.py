@@ -1,0 +1,67 @@
+"""The layer contracts in pyproject.toml are enforced, and they really catch violations."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(str(root / d) for d in ("src", "exporter", "analyzer"))
+    return subprocess.run(
+        [LINT_IMPORTS, str(root / "pyproject.toml"), "--no-cache"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _copy_tree(tmp_path: Path) -> Path:
+    """Copy the sources under another top-level name, so the installed package can't mix in.
+
+    ``migscope`` is a namespace package and the editable install puts the repository on
+    ``sys.path``; a plain copy would be merged with it. Renaming the copy to ``layercheck``
+    (in code and in the contracts) makes the linter see the copy alone.
+    """
+    root = tmp_path / "repo"
+    for name in ("src", "exporter", "analyzer"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        (root / name / "migscope").rename(root / name / "layercheck")
+    for path in root.rglob("*.py"):
+        path.write_text(path.read_text().replace("migscope.", "layercheck."))
+    config = (ROOT / "pyproject.toml").read_text()
+    config = config.replace("migscope.", "layercheck.").replace('"migscope"', '"layercheck"')
+    (root / "pyproject.toml").write_text(config)
+    return root
+
+
+def test_the_repository_keeps_its_layers(tmp_path: Path) -> None:
+    result = _lint(_copy_tree(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_core_importing_the_exporter_is_caught(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    with (root / "src/layercheck/core/__init__.py").open("a") as f:
+        f.write("\nimport layercheck.exporter  # noqa\n")
+    result = _lint(root)
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+
+
+def test_exporter_importing_pandas_is_caught(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    with (root / "exporter/layercheck/exporter/__init__.py").open("a") as f:
+        f.write("\nimport pandas  # noqa\n")
+    result = _lint(root)
+    assert result.returncode != 0
+    assert "The exporter stays slim" in result.stdout
