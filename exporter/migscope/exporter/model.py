@@ -1,0 +1,128 @@
+"""What one sampling cycle saw: immutable readings the collector renders at scrape time.
+
+The sampler thread builds a new :class:`Snapshot` per cycle and swaps it in atomically; a
+scrape only reads the latest one, so a scrape never touches NVML, the kubelet or the network,
+and never sees half of a cycle. ``None`` means "not available" (an unsupported call, the first
+GPM sample, Ampere without DCGM) and is rendered as an absent series, never as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Activity", "CollectorStatus", "GpuReading", "MigReading", "Snapshot"]
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Engine activity ratios (0..1) over the last sampling interval.
+
+    ``graphics`` is GPM's GRAPHICS_UTIL (DCGM 1001, "GR engine active"): the share of time
+    any kernel ran, the figure that tells idle from busy. The others say how well the busy
+    time used the slice.
+    """
+
+    graphics: float | None = None
+    sm_active: float | None = None
+    sm_occupancy: float | None = None
+    tensor: float | None = None
+    dram: float | None = None
+
+
+@dataclass(frozen=True)
+class MigReading:
+    """One MIG slice (GPU instance) as sampled.
+
+    Attributes:
+        gpu_instance_id: NVML GI id (``nvmlDeviceGetGpuInstanceId``), the ``GPU_I_ID`` of
+            dcgm-exporter.
+        mig_uuid: ``MIG-<uuid>`` of the slice's (first) compute instance: what the device
+            plugin hands to pods and the kubelet reports.
+        profile: Profile name (``3g.71gb``).
+        power_estimated_watts: The slice's estimated share of the GPU's measured power
+            (``migscope.exporter.power``); None when the GPU's power is unknown.
+        energy_estimated_joules: That estimate integrated since the exporter first saw the slice.
+    """
+
+    gpu_instance_id: int
+    mig_uuid: str
+    profile: str
+    profile_id: int | None
+    placement_start: int
+    placement_size: int
+    compute_slices: int
+    memory_slices: int
+    sm_count: int
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    processes: int | None = None
+    activity: Activity | None = None
+    power_estimated_watts: float | None = None
+    energy_estimated_joules: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    """One physical GPU as sampled, with its MIG slices when MIG is enabled."""
+
+    index: int
+    uuid: str
+    name: str
+    model: str | None
+    pci_bus_id: str
+    pci_device_id: str
+    mig_enabled: bool
+    compute_slices: int | None = None
+    memory_slices: int | None = None
+    power_watts: float | None = None
+    energy_joules: float | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    activity: Activity | None = None
+    instances: tuple[MigReading, ...] = ()
+
+    @property
+    def compute_slices_free(self) -> int | None:
+        """Compute slices no GPU instance holds (None when MIG is off or the model unknown)."""
+        if not self.mig_enabled or self.compute_slices is None:
+            return None
+        return self.compute_slices - sum(i.compute_slices for i in self.instances)
+
+    @property
+    def memory_slices_free(self) -> int | None:
+        """Memory slices no GPU instance holds."""
+        if not self.mig_enabled or self.memory_slices is None:
+            return None
+        return self.memory_slices - sum(i.memory_slices for i in self.instances)
+
+    @property
+    def layout_label(self) -> str:
+        """The layout as one label value: profiles, largest first, comma-separated."""
+        ordered = sorted(
+            self.instances, key=lambda i: (-i.memory_slices, -i.compute_slices, i.profile)
+        )
+        return ",".join(i.profile for i in ordered)
+
+
+@dataclass(frozen=True)
+class CollectorStatus:
+    """How one collector's last run went, for ``migscope_collector_*``.
+
+    ``error`` is one line meant for logs and /healthz; it is None on success.
+    """
+
+    name: str
+    success: bool
+    duration_seconds: float
+    last_success: float | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one cycle read, plus the health of each collector."""
+
+    taken_at: float
+    driver_version: str = ""
+    gpus: tuple[GpuReading, ...] = ()
+    collectors: tuple[CollectorStatus, ...] = field(default=())

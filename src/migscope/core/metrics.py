@@ -1,0 +1,416 @@
+"""The metric-name contract between the exporter, the analyzer, the dashboards and the rules.
+
+Every series migscope publishes is declared here once: name, type, unit, labels, help text and
+where the value comes from. The exporter builds its metric families from these specs, the
+analyzer and the dashboards query these names, ``docs/metrics.md`` is generated from them
+(a test fails when the two differ), and names never change once shipped.
+
+Conventions (Prometheus naming guide): one prefix, base units (``_bytes``, ``_watts``,
+``_joules_total``, ``_seconds``, ``_ratio`` in 0..1), metadata in ``_info`` series with value 1
+joined in PromQL rather than copied onto every series, no node label (the node is a target
+label added by relabelling), and measured whole-GPU power never repeated per slice: the
+per-slice figure is a separately named *estimate* whose sum per GPU is the measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "DCGM_COMPAT",
+    "GPU_LABELS",
+    "METRICS",
+    "MIG_LABELS",
+    "PREFIX",
+    "DcgmCompatSpec",
+    "MetricSpec",
+    "metric",
+]
+
+PREFIX = "migscope"
+
+GPU_LABELS = ("gpu", "uuid")
+"""Identify a physical GPU: NVML index and ``GPU-<uuid>``."""
+
+MIG_LABELS = ("gpu", "gpu_uuid", "gpu_instance_id", "mig_uuid")
+"""Identify a MIG slice: its GPU (index and UUID), NVML GPU-instance id, ``MIG-<uuid>``."""
+
+MetricType = Literal["gauge", "counter", "info"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric family of the contract.
+
+    Attributes:
+        name: Full name without type suffixes added by the client library (counters are
+            declared with their ``_total`` and info metrics with their ``_info``).
+        type: ``gauge``, ``counter`` or ``info`` (a gauge with value 1).
+        unit: Base unit, or ``""`` for counts and info series.
+        labels: Label names, in exposition order.
+        help: HELP text: what it is and, where it matters, how it is computed.
+        source: Where the value comes from (NVML call, DCGM field, kubelet, computation).
+    """
+
+    name: str
+    type: MetricType
+    unit: str
+    labels: tuple[str, ...]
+    help: str
+    source: str
+
+
+def _m(
+    name: str, type_: MetricType, unit: str, labels: tuple[str, ...], help_: str, source: str
+) -> MetricSpec:
+    return MetricSpec(f"{PREFIX}_{name}", type_, unit, labels, help_, source)
+
+
+_GPM = "NVML GPM (nvmlGpmMigSampleGet/nvmlGpmSampleGet + nvmlGpmMetricsGet, two samples one interval apart) or DCGM field"
+
+METRICS: tuple[MetricSpec, ...] = (
+    # --- whole GPU -------------------------------------------------------------------------
+    _m(
+        "gpu_info",
+        "info",
+        "",
+        (*GPU_LABELS, "model", "name", "pci_bus_id", "pci_device_id", "driver_version", "mig_mode"),
+        "A GPU on this node: catalogue model, NVML name, PCI identity, driver, MIG mode (enabled/disabled).",
+        "nvmlDeviceGetName, nvmlDeviceGetPciInfo, nvmlSystemGetDriverVersion, nvmlDeviceGetMigMode",
+    ),
+    _m(
+        "gpu_power_watts",
+        "gauge",
+        "watts",
+        GPU_LABELS,
+        "Measured board power of the whole GPU. Per-slice power does not exist in hardware; see migscope_mig_power_estimated_watts.",
+        "nvmlDeviceGetPowerUsage (mW) / DCGM 155",
+    ),
+    _m(
+        "gpu_energy_joules_total",
+        "counter",
+        "joules",
+        GPU_LABELS,
+        "Energy the whole GPU consumed since the driver loaded (read every energy interval, not every sample: it costs ~3 ms).",
+        "nvmlDeviceGetTotalEnergyConsumption (mJ) / DCGM 156",
+    ),
+    _m(
+        "gpu_memory_total_bytes",
+        "gauge",
+        "bytes",
+        GPU_LABELS,
+        "Framebuffer size of the whole GPU.",
+        "nvmlDeviceGetMemoryInfo v2",
+    ),
+    _m(
+        "gpu_memory_used_bytes",
+        "gauge",
+        "bytes",
+        GPU_LABELS,
+        "Framebuffer in use on the whole GPU, reserved memory excluded (all slices together in MIG mode).",
+        "nvmlDeviceGetMemoryInfo v2",
+    ),
+    _m(
+        "gpu_graphics_active_ratio",
+        "gauge",
+        "ratio",
+        GPU_LABELS,
+        "Fraction of time the graphics/compute engine was active, whole GPU (MIG disabled only).",
+        _GPM + " 1001",
+    ),
+    _m(
+        "gpu_sm_active_ratio",
+        "gauge",
+        "ratio",
+        GPU_LABELS,
+        "Fraction of SM cycles with at least one warp resident, whole GPU (MIG disabled only).",
+        _GPM + " 1002",
+    ),
+    _m(
+        "gpu_tensor_active_ratio",
+        "gauge",
+        "ratio",
+        GPU_LABELS,
+        "Fraction of cycles any tensor pipe was active, whole GPU (MIG disabled only).",
+        _GPM + " 1004",
+    ),
+    _m(
+        "gpu_dram_active_ratio",
+        "gauge",
+        "ratio",
+        GPU_LABELS,
+        "Fraction of peak DRAM bandwidth used, whole GPU (MIG disabled only).",
+        _GPM + " 1005",
+    ),
+    _m(
+        "gpu_compute_slices",
+        "gauge",
+        "",
+        GPU_LABELS,
+        "Compute slices of the GPU when MIG is enabled (7, or 4 on A30).",
+        "MIG catalogue",
+    ),
+    _m(
+        "gpu_compute_slices_free",
+        "gauge",
+        "",
+        GPU_LABELS,
+        "Compute slices no GPU instance holds: capacity the current layout leaves unused.",
+        "catalogue profiles of the enumerated GPU instances",
+    ),
+    _m(
+        "gpu_memory_slices",
+        "gauge",
+        "",
+        GPU_LABELS,
+        "Memory slices of the GPU when MIG is enabled (8, or 4 on A30).",
+        "MIG catalogue",
+    ),
+    _m(
+        "gpu_memory_slices_free",
+        "gauge",
+        "",
+        GPU_LABELS,
+        "Memory slices no GPU instance holds.",
+        "placements of the enumerated GPU instances",
+    ),
+    _m(
+        "gpu_mig_layout_info",
+        "info",
+        "",
+        (*GPU_LABELS, "layout"),
+        "The GPU's current MIG layout, largest instance first, e.g. '3g.71gb,2g.35gb,1g.18gb,1g.18gb' ('' when MIG is enabled with no instance).",
+        "enumerated GPU instances",
+    ),
+    _m(
+        "gpu_pod_info",
+        "info",
+        "",
+        (*GPU_LABELS, "namespace", "pod", "container", "resource"),
+        "A pod container holding the whole GPU (resource nvidia.com/gpu).",
+        "kubelet PodResources v1 List",
+    ),
+    # --- MIG slices (GPU instances) -----------------------------------------------------------
+    _m(
+        "mig_info",
+        "info",
+        "",
+        (
+            *MIG_LABELS,
+            "profile",
+            "profile_id",
+            "placement_start",
+            "placement_size",
+            "compute_slices",
+            "memory_slices",
+        ),
+        "A MIG slice (GPU instance): profile, NVML profile id and placement in memory slices.",
+        "nvmlDeviceGetMigDeviceHandleByIndex, nvmlGpuInstanceGetInfo, MIG catalogue",
+    ),
+    _m(
+        "mig_pod_info",
+        "info",
+        "",
+        (*MIG_LABELS, "namespace", "pod", "container", "resource"),
+        "A pod container holding the MIG slice (resource nvidia.com/mig-<profile> or nvidia.com/gpu under the single strategy).",
+        "kubelet PodResources v1 List",
+    ),
+    _m(
+        "mig_graphics_active_ratio",
+        "gauge",
+        "ratio",
+        MIG_LABELS,
+        "Fraction of time the slice's graphics/compute engine was active, relative to the slice. Needs two samples one interval apart; absent on Ampere without DCGM.",
+        _GPM + " 1001",
+    ),
+    _m(
+        "mig_sm_active_ratio",
+        "gauge",
+        "ratio",
+        MIG_LABELS,
+        "Fraction of the slice's SM cycles with a warp resident.",
+        _GPM + " 1002",
+    ),
+    _m(
+        "mig_sm_occupancy_ratio",
+        "gauge",
+        "ratio",
+        MIG_LABELS,
+        "Resident warps relative to the slice's theoretical maximum.",
+        _GPM + " 1003",
+    ),
+    _m(
+        "mig_tensor_active_ratio",
+        "gauge",
+        "ratio",
+        MIG_LABELS,
+        "Fraction of cycles a tensor pipe of the slice was active.",
+        _GPM + " 1004",
+    ),
+    _m(
+        "mig_dram_active_ratio",
+        "gauge",
+        "ratio",
+        MIG_LABELS,
+        "Fraction of the slice's share of peak DRAM bandwidth used.",
+        _GPM + " 1005",
+    ),
+    _m(
+        "mig_memory_used_bytes",
+        "gauge",
+        "bytes",
+        MIG_LABELS,
+        "Framebuffer in use on the slice, reserved memory excluded.",
+        "nvmlDeviceGetMemoryInfo v2 on the MIG device handle / DCGM 252",
+    ),
+    _m(
+        "mig_memory_total_bytes",
+        "gauge",
+        "bytes",
+        MIG_LABELS,
+        "Framebuffer size of the slice.",
+        "nvmlDeviceGetMemoryInfo v2 on the MIG device handle / DCGM 250",
+    ),
+    _m(
+        "mig_processes",
+        "gauge",
+        "",
+        MIG_LABELS,
+        "Compute processes running on the slice.",
+        "nvmlDeviceGetComputeRunningProcesses on the MIG device handle",
+    ),
+    _m(
+        "mig_power_estimated_watts",
+        "gauge",
+        "watts",
+        MIG_LABELS,
+        "ESTIMATED share of the GPU's measured power: idle power split by memory slices held, the rest by activity x SMs; sums to migscope_gpu_power_watts per GPU (docs/metrics.md).",
+        "computed from migscope_gpu_power_watts and slice activity",
+    ),
+    _m(
+        "mig_energy_estimated_joules_total",
+        "counter",
+        "joules",
+        MIG_LABELS,
+        "ESTIMATED energy of the slice since the exporter saw it: the estimated power integrated over time.",
+        "computed",
+    ),
+    # --- the exporter itself ----------------------------------------------------------------
+    _m(
+        "collector_success",
+        "gauge",
+        "",
+        ("collector",),
+        "1 if the collector's last run succeeded, 0 if it failed (its metrics are then missing or stale).",
+        "exporter",
+    ),
+    _m(
+        "collector_duration_seconds",
+        "gauge",
+        "seconds",
+        ("collector",),
+        "Wall time of the collector's last run.",
+        "exporter",
+    ),
+    _m(
+        "collector_last_success_timestamp_seconds",
+        "gauge",
+        "seconds",
+        ("collector",),
+        "Unix time of the collector's last successful run (0 if never).",
+        "exporter",
+    ),
+    _m(
+        "exporter_build_info",
+        "info",
+        "",
+        ("version", "python_version", "backend"),
+        "The running exporter: migscope version, Python version, hardware backend (nvml, dcgm, sim).",
+        "exporter",
+    ),
+)
+
+_BY_NAME = {spec.name: spec for spec in METRICS}
+
+
+def metric(name: str) -> MetricSpec:
+    """The spec called ``name`` (with or without the ``migscope_`` prefix).
+
+    Raises:
+        KeyError: no such metric in the contract; a typo in exporter or analyzer code should
+            fail loudly rather than publish or query a name nobody else knows.
+    """
+    key = name if name.startswith(f"{PREFIX}_") else f"{PREFIX}_{name}"
+    return _BY_NAME[key]
+
+
+@dataclass(frozen=True)
+class DcgmCompatSpec:
+    """A dcgm-exporter series name migscope can also emit, and how its value maps from ours.
+
+    ``scale`` converts migscope's base unit to DCGM's (bytes → MiB, joules → mJ).
+    """
+
+    name: str
+    type: MetricType
+    source: str
+    scale: float
+    help: str
+
+
+DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gauge",
+        "migscope_mig_graphics_active_ratio",
+        1.0,
+        "Ratio of time the graphics engine is active.",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "gauge",
+        "migscope_mig_sm_active_ratio",
+        1.0,
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "gauge",
+        "migscope_mig_sm_occupancy_ratio",
+        1.0,
+        "The ratio of number of warps resident on an SM.",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "gauge",
+        "migscope_mig_tensor_active_ratio",
+        1.0,
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "gauge",
+        "migscope_mig_dram_active_ratio",
+        1.0,
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_DEV_FB_USED",
+        "gauge",
+        "migscope_mig_memory_used_bytes",
+        1.0 / (1024 * 1024),
+        "Framebuffer memory used (in MiB).",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_DEV_FB_FREE",
+        "gauge",
+        "migscope_mig_memory_total_bytes - migscope_mig_memory_used_bytes",
+        1.0 / (1024 * 1024),
+        "Framebuffer memory free (in MiB).",
+    ),
+)
+"""Per-slice dcgm-exporter names (labels ``gpu, UUID, device, modelName, GPU_I_PROFILE,
+GPU_I_ID, Hostname, namespace, pod, container`` as dcgm-exporter writes them). Power and
+energy are deliberately absent per slice: dcgm-exporter repeats the GPU's value on every
+slice (#257); migscope emits ``DCGM_FI_DEV_POWER_USAGE`` once per GPU instead."""
