@@ -1,0 +1,188 @@
+"""The collector renders a snapshot faithfully: every reading, nothing invented, nothing stale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from migscope.exporter.collector import SnapshotCollector
+from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading, Snapshot
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class PodOwner:
+    namespace: str
+    pod: str
+    container: str
+    resource_name: str
+
+
+SLICE_A = MigReading(
+    gpu_instance_id=1,
+    mig_uuid="MIG-aaaaaaaa-0000-0000-0000-000000000001",
+    profile="4g.71gb",
+    profile_id=5,
+    placement_start=0,
+    placement_size=4,
+    compute_slices=4,
+    memory_slices=4,
+    sm_count=64,
+    memory_used_bytes=12 * GIB,
+    memory_total_bytes=70 * GIB,
+    processes=2,
+    activity=Activity(graphics=0.9, sm_active=0.8, sm_occupancy=0.3, tensor=0.7, dram=0.2),
+    power_estimated_watts=400.0,
+    energy_estimated_joules=1200.0,
+)
+SLICE_B = MigReading(
+    gpu_instance_id=2,
+    mig_uuid="MIG-bbbbbbbb-0000-0000-0000-000000000002",
+    profile="3g.71gb",
+    profile_id=9,
+    placement_start=4,
+    placement_size=4,
+    compute_slices=3,
+    memory_slices=4,
+    sm_count=60,
+    memory_used_bytes=0,
+    memory_total_bytes=70 * GIB,
+    processes=0,
+    activity=None,  # first cycle: GPM needs two samples
+    power_estimated_watts=100.0,
+    energy_estimated_joules=None,
+)
+GPU = GpuReading(
+    index=0,
+    uuid="GPU-00000000-0000-0000-0000-000000000000",
+    name="NVIDIA H200",
+    model="H200-141GB",
+    pci_bus_id="00000000:00:06.0",
+    pci_device_id="0x233510DE",
+    mig_enabled=True,
+    compute_slices=7,
+    memory_slices=8,
+    power_watts=500.0,
+    energy_joules=2_845_127.0,
+    memory_used_bytes=12 * GIB,
+    memory_total_bytes=140 * GIB,
+    instances=(SLICE_A, SLICE_B),
+)
+SNAP = Snapshot(
+    taken_at=1000.0,
+    driver_version="580.159.04",
+    gpus=(GPU,),
+    collectors=(CollectorStatus("nvml", True, 0.003, 999.0),),
+)
+OWNERS = {SLICE_A.mig_uuid: (PodOwner("team-a", "trainer-0", "main", "nvidia.com/mig-4g.71gb"),)}
+
+
+def scrape(collector: SnapshotCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    registry = CollectorRegistry()
+    registry.register(collector)
+    text = generate_latest(registry).decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples: dict, name: str, **labels: str) -> float | None:  # type: ignore[type-arg]
+    for (sample_name, sample_labels), v in samples.items():
+        if sample_name == name and labels.items() <= dict(sample_labels).items():
+            return v
+    return None
+
+
+def make(snapshot: Snapshot | None = SNAP, **kw: object) -> SnapshotCollector:
+    return SnapshotCollector(
+        snapshot=lambda: snapshot,
+        owners=lambda: OWNERS,
+        backend="sim",
+        version="0.1.0",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_every_reading_is_published_with_its_labels() -> None:
+    s = scrape(make())
+    a = {"gpu_instance_id": "1", "mig_uuid": SLICE_A.mig_uuid}
+    assert value(s, "migscope_mig_graphics_active_ratio", **a) == 0.9
+    assert value(s, "migscope_mig_sm_occupancy_ratio", **a) == 0.3
+    assert value(s, "migscope_mig_memory_used_bytes", **a) == 12 * GIB
+    assert value(s, "migscope_mig_processes", **a) == 2
+    assert value(s, "migscope_mig_power_estimated_watts", **a) == 400.0
+    assert value(s, "migscope_mig_energy_estimated_joules_total", **a) == 1200.0
+    assert value(s, "migscope_gpu_power_watts", gpu="0") == 500.0
+    assert value(s, "migscope_gpu_energy_joules_total", gpu="0") == 2_845_127.0
+    assert value(s, "migscope_gpu_compute_slices_free", gpu="0") == 0
+    assert value(s, "migscope_gpu_memory_slices_free", gpu="0") == 0
+    info = value(
+        s,
+        "migscope_mig_info",
+        gpu_instance_id="2",
+        profile="3g.71gb",
+        profile_id="9",
+        placement_start="4",
+        placement_size="4",
+    )
+    assert info == 1
+    assert value(s, "migscope_gpu_mig_layout_info", layout="4g.71gb,3g.71gb") == 1
+    assert value(s, "migscope_gpu_info", model="H200-141GB", mig_mode="enabled") == 1
+    assert value(s, "migscope_collector_success", collector="nvml") == 1
+
+
+def test_unknown_values_are_absent_not_zero() -> None:
+    s = scrape(make())
+    b = {"gpu_instance_id": "2"}
+    assert value(s, "migscope_mig_graphics_active_ratio", **b) is None
+    assert value(s, "migscope_mig_energy_estimated_joules_total", **b) is None
+    assert value(s, "migscope_mig_memory_used_bytes", **b) == 0
+
+
+def test_pod_owner_is_an_info_series_on_the_slice_it_holds() -> None:
+    s = scrape(make())
+    assert (
+        value(
+            s,
+            "migscope_mig_pod_info",
+            mig_uuid=SLICE_A.mig_uuid,
+            namespace="team-a",
+            pod="trainer-0",
+            container="main",
+            resource="nvidia.com/mig-4g.71gb",
+        )
+        == 1
+    )
+    assert value(s, "migscope_mig_pod_info", mig_uuid=SLICE_B.mig_uuid) is None
+
+
+def test_a_vanished_slice_vanishes_from_the_next_scrape() -> None:
+    current = [SNAP]
+    collector = SnapshotCollector(snapshot=lambda: current[0], backend="sim", version="0")
+    assert value(scrape(collector), "migscope_mig_info", gpu_instance_id="2") == 1
+    current[0] = replace(SNAP, gpus=(replace(GPU, instances=(SLICE_A,)),))
+    after = scrape(collector)
+    assert value(after, "migscope_mig_info", gpu_instance_id="2") is None
+    assert value(after, "migscope_gpu_compute_slices_free", gpu="0") == 3
+
+
+def test_before_the_first_cycle_only_build_info_is_served() -> None:
+    s = scrape(make(snapshot=None))
+    assert {name for name, _ in s} == {"migscope_exporter_build_info"}
+
+
+def test_dcgm_compat_names_and_power_once_per_gpu() -> None:
+    s = scrape(make(dcgm_compat=True, hostname="node-1"))
+    assert value(s, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", GPU_I_ID="1", pod="trainer-0") == 0.9
+    assert value(s, "DCGM_FI_DEV_FB_USED", GPU_I_ID="1") == 12 * 1024
+    assert value(s, "DCGM_FI_DEV_FB_FREE", GPU_I_ID="1") == 58 * 1024
+    power = [k for k in s if k[0] == "DCGM_FI_DEV_POWER_USAGE"]
+    assert len(power) == 1, "whole-GPU power must not be repeated per slice"
+    assert value(s, "DCGM_FI_DEV_POWER_USAGE", Hostname="node-1") == 500.0
+    assert value(s, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") == 2_845_127_000.0
+    assert not any(k[0].startswith("DCGM") for k in scrape(make()))
