@@ -1,0 +1,217 @@
+"""The exporter's WSGI application: ``/metrics``, ``/healthz`` and a landing page.
+
+``/metrics`` is rendered by prometheus_client's own WSGI app, so content negotiation
+(text 0.0.4 or OpenMetrics), gzip and ``name[]`` filtering behave exactly as in every other
+Python exporter. Around it this module adds what the design guide asks of a node agent:
+
+* Bounded concurrency. At most ``max_concurrent_scrapes`` renders run at once; a request
+  that cannot get a slot within ``scrape_wait_seconds`` gets ``503 too many concurrent
+  scrapes`` instead of joining an unbounded queue. A render only formats the latest
+  snapshot (milliseconds), so the limit is only reached by a misconfigured or hostile
+  client, and it keeps such a client from starving the sampler thread of the GIL.
+* A health endpoint driven by a callable the exporter passes in (sampler fresh? backend
+  up?), answering 200 ``ok`` or 503 with the reason, and never raising.
+* GET and HEAD only, exact paths only; everything else is 404 or 405.
+
+Response headers from the web-config file (``X-Frame-Options`` and friends) are added by
+:class:`HeadersMiddleware`, outside authentication, so 401 and 404 carry them too.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+__all__ = [
+    "ExporterApp",
+    "HeadersMiddleware",
+    "HealthCheck",
+]
+
+_log = logging.getLogger(__name__)
+
+HealthCheck = Callable[[], tuple[bool, str]]
+"""``health() -> (healthy, reason)``; the reason is shown on /healthz, without auth."""
+
+_Headers = list[tuple[str, str]]
+_ALLOWED_METHODS = "GET, HEAD"
+_TEXT = "text/plain; charset=utf-8"
+
+
+class ExporterApp:
+    """Routes requests to the metrics renderer, the health check and the landing page."""
+
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        health: HealthCheck,
+        name: str = "migscope exporter",
+        version: str = "",
+        max_concurrent_scrapes: int = 4,
+        scrape_wait_seconds: float = 1.0,
+    ) -> None:
+        """Build the application.
+
+        Args:
+            registry: What ``/metrics`` renders: the exporter's own registry, whose
+                collectors only read the latest snapshot.
+            health: Called for each ``/healthz`` request; must be cheap and must not block.
+            name: Shown on the landing page.
+            version: Shown on the landing page next to the name.
+            max_concurrent_scrapes: Renders of ``/metrics`` allowed at the same time.
+            scrape_wait_seconds: How long a scrape waits for a free slot before 503.
+        """
+        if max_concurrent_scrapes < 1:
+            raise ValueError(f"max_concurrent_scrapes must be >= 1, got {max_concurrent_scrapes}")
+        if scrape_wait_seconds < 0:
+            raise ValueError(f"scrape_wait_seconds must be >= 0, got {scrape_wait_seconds}")
+        self._metrics = make_wsgi_app(registry)
+        self._health = health
+        self._slots = threading.BoundedSemaphore(max_concurrent_scrapes)
+        self._wait = scrape_wait_seconds
+        self._landing = _landing_page(name=name, version=version)
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        """Answer one request."""
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO", "")
+        status: str
+        headers: _Headers
+        body: bytes
+        if path not in ("/metrics", "/healthz", "/"):
+            status, headers, body = "404 Not Found", [("Content-Type", _TEXT)], b"not found\n"
+        elif method not in ("GET", "HEAD"):
+            status = "405 Method Not Allowed"
+            headers = [("Content-Type", _TEXT), ("Allow", _ALLOWED_METHODS)]
+            body = f"method {method} not allowed; use GET or HEAD\n".encode()
+        elif path == "/metrics":
+            status, headers, body = self._serve_metrics(environ)
+        elif path == "/healthz":
+            status, headers, body = self._serve_health()
+        else:
+            status = "200 OK"
+            headers = [("Content-Type", "text/html; charset=utf-8")]
+            body = self._landing
+        headers.append(("Content-Length", str(len(body))))
+        start_response(status, headers)
+        return [b""] if method == "HEAD" else [body]
+
+    def _serve_health(self) -> tuple[str, _Headers, bytes]:
+        try:
+            healthy, reason = self._health()
+        except Exception as exc:  # the probe must answer, whatever the check does
+            _log.warning("health check raised %s: %s", type(exc).__name__, exc)
+            healthy, reason = False, f"health check failed: {type(exc).__name__}"
+        headers = [("Content-Type", _TEXT), ("Cache-Control", "no-store")]
+        if healthy:
+            return "200 OK", headers, b"ok\n"
+        text = " ".join(str(reason).split()) or "unhealthy"
+        return "503 Service Unavailable", headers, f"{text}\n".encode()
+
+    def _serve_metrics(self, environ: WSGIEnvironment) -> tuple[str, _Headers, bytes]:
+        if not self._slots.acquire(timeout=self._wait):
+            _log.warning(
+                "rejected a scrape from %s: too many concurrent scrapes",
+                environ.get("REMOTE_ADDR", "?"),
+            )
+            return (
+                "503 Service Unavailable",
+                [("Content-Type", _TEXT), ("Retry-After", "1")],
+                b"too many concurrent scrapes\n",
+            )
+        try:
+            return self._render(environ)
+        except Exception as exc:
+            # Collectors degrade per metric and should never raise; if one does anyway,
+            # answer 500 with one log line rather than a traceback per scrape.
+            _log.error("rendering /metrics failed: %s: %s", type(exc).__name__, exc)
+            return "500 Internal Server Error", [("Content-Type", _TEXT)], b"scrape failed\n"
+        finally:
+            self._slots.release()
+
+    def _render(self, environ: WSGIEnvironment) -> tuple[str, _Headers, bytes]:
+        """Run prometheus_client's app, collecting its response into one buffer.
+
+        HEAD is rendered as GET (prometheus_client answers HEAD with 405) so that the
+        headers, ``Content-Length`` included, are those a GET would get.
+        """
+        captured: list[tuple[str, _Headers]] = []
+
+        def capture(
+            status: str,
+            headers: list[tuple[str, str]],
+            exc_info: tuple[type[BaseException], BaseException, TracebackType]
+            | tuple[None, None, None]
+            | None = None,
+        ) -> Callable[[bytes], object]:
+            captured.append((status, list(headers)))
+            return lambda _chunk: None
+
+        inner = dict(environ)
+        inner["REQUEST_METHOD"] = "GET"
+        chunks = self._metrics(inner, capture)
+        try:
+            body = b"".join(chunks)
+        finally:
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+        status, headers = captured[-1]
+        return status, headers, body
+
+
+def _landing_page(*, name: str, version: str) -> bytes:
+    """A small static page: what this is, and a link to the metrics (and the probe)."""
+    title = html.escape(f"{name} {version}".strip())
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n'
+        f'<head><meta charset="utf-8"><title>{title}</title></head>\n'
+        "<body>\n"
+        f"<h1>{title}</h1>\n"
+        "<p>Prometheus exporter for NVIDIA MIG slices.</p>\n"
+        "<ul>\n"
+        '<li><a href="metrics">/metrics</a>: the metrics</li>\n'
+        '<li><a href="healthz">/healthz</a>: health check</li>\n'
+        "</ul>\n"
+        "</body>\n"
+        "</html>\n"
+    ).encode()
+
+
+class HeadersMiddleware:
+    """Adds fixed response headers (from web-config) to every response of ``app``."""
+
+    def __init__(self, app: WSGIApplication, *, headers: Mapping[str, str]) -> None:
+        """Wrap ``app``; a header ``app`` sets itself is replaced, not duplicated."""
+        self._app = app
+        self._headers = list(headers.items())
+        self._names = {name.lower() for name in headers}
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        """Call the wrapped app with a ``start_response`` that appends the headers."""
+        if not self._headers:
+            return self._app(environ, start_response)
+
+        def start(
+            status: str,
+            headers: list[tuple[str, str]],
+            exc_info: tuple[type[BaseException], BaseException, TracebackType]
+            | tuple[None, None, None]
+            | None = None,
+        ) -> Callable[[bytes], object]:
+            kept = [(k, v) for k, v in headers if k.lower() not in self._names]
+            return start_response(status, kept + self._headers, exc_info)
+
+        return self._app(environ, start)
