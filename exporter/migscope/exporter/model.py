@@ -48,8 +48,8 @@ class MigReading:
     mig_uuid: str
     profile: str
     profile_id: int | None
-    placement_start: int
-    placement_size: int
+    placement_start: int | None
+    placement_size: int | None
     compute_slices: int
     memory_slices: int
     sm_count: int

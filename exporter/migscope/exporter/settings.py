@@ -1,0 +1,142 @@
+"""Exporter settings: flags over environment over a config file over defaults.
+
+Zero configuration must work (``migscope exporter`` on a GPU node with the kubelet socket at
+its usual place), and every setting can also come from an environment variable
+(``MIGSCOPE_EXPORTER_<NAME>``, for the DaemonSet) or a YAML file (``--config``, for a
+ConfigMap). Unknown keys are errors, reported in one line naming the key and the source.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+__all__ = ["ExporterSettings", "SettingsError", "load_settings"]
+
+DEFAULT_KUBELET_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message is one line naming the key and source."""
+
+
+class ExporterSettings(BaseSettings):
+    """Everything ``migscope exporter`` can be told; see docs/exporter.md for each key."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MIGSCOPE_EXPORTER_", extra="forbid", validate_default=True, frozen=True
+    )
+
+    backend: Literal["nvml", "dcgm", "sim"] = "nvml"
+    scenario: str | None = Field(
+        default=None, description="Scenario file or built-in name for --backend sim."
+    )
+    node: str | None = Field(
+        default=None, description="Scenario node to simulate (default: $NODE_NAME or the first)."
+    )
+    listen: str = ":9400"
+    web_config: Path | None = None
+    interval: float = Field(default=1.0, ge=0.1, le=60.0)
+    energy_interval: float = Field(default=30.0, ge=1.0)
+    enumerate_interval: float = Field(default=10.0, ge=1.0)
+    idle_power_watts: float | None = Field(default=None, ge=0.0)
+    pod_attribution: bool = True
+    kubelet_socket: Path = DEFAULT_KUBELET_SOCKET
+    kubelet_refresh: float = Field(default=10.0, ge=0.5)
+    kubelet_timeout: float = Field(default=2.0, gt=0.0)
+    dcgm_compat: bool = False
+    dcgm_host: str | None = Field(
+        default=None, description="nv-hostengine host[:port]; unset runs DCGM embedded."
+    )
+    dcgm_bindings: Path | None = Field(
+        default=None, description="Directory of DCGM's Python bindings (dcgm_agent.py, ...)."
+    )
+    max_concurrent_scrapes: int = Field(default=4, ge=1, le=64)
+    hostname: str = Field(default_factory=lambda: os.environ.get("NODE_NAME", ""))
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    _config_file: ClassVar[Path | None] = None
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        host, sep, port = value.rpartition(":")
+        if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ValueError(f"expected [host]:port such as :9400, got {value!r}")
+        del host
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Flags (init) beat the environment, which beats the config file."""
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls._config_file is not None:
+            sources.append(InitSettingsSource(settings_cls, _read_yaml(cls._config_file)))
+        return tuple(sources)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"config {path}: cannot read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise SettingsError(f"config {path}{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SettingsError(f"config {path}: expected a mapping of settings")
+    return {str(k).replace("-", "_"): v for k, v in data.items()}
+
+
+def load_settings(
+    *, config_file: Path | None = None, overrides: dict[str, Any] | None = None
+) -> ExporterSettings:
+    """Settings from ``overrides`` (flags), the environment and ``config_file``.
+
+    Raises:
+        SettingsError: an unknown key or invalid value, as one line naming where it came from.
+    """
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    ExporterSettings._config_file = config_file
+    try:
+        return ExporterSettings(**given)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "settings"
+        env = f"MIGSCOPE_EXPORTER_{key.upper()}"
+        origin = (
+            "flag"
+            if key in given
+            else f"${env}"
+            if env in os.environ
+            else f"config {config_file}"
+            if config_file
+            else "settings"
+        )
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            message = "unknown setting"
+        raise SettingsError(f"{origin}: {key}: {message}") from None
+    finally:
+        ExporterSettings._config_file = None
