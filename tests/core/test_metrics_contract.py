@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from migscope.core.metrics import DCGM_COMPAT, METRICS, PREFIX, MetricSpec, metric
+from migscope.core.metrics import DCGM_COMPAT, METRICS, PREFIX, MetricSpec, metric, metrics_table
 
 NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -50,3 +50,12 @@ def test_per_slice_power_is_an_estimate_never_the_board_figure() -> None:
     assert [s.name for s in per_slice] == ["migscope_mig_power_estimated_watts"]
     assert "ESTIMATED" in per_slice[0].help
     assert not any("POWER" in c.name or "ENERGY" in c.name for c in DCGM_COMPAT)
+
+
+def test_docs_metrics_table_is_generated_from_the_contract() -> None:
+    """docs/metrics.md lists every metric exactly as the contract declares it."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text()
+    table = doc.split("<!-- metrics-table:start -->\n", 1)[1].split("<!-- metrics-table:end -->")[0]
+    assert table == metrics_table(), "run scripts/gen-metrics-doc"

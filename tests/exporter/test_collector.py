@@ -186,3 +186,45 @@ def test_dcgm_compat_names_and_power_once_per_gpu() -> None:
     assert value(s, "DCGM_FI_DEV_POWER_USAGE", Hostname="node-1") == 500.0
     assert value(s, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") == 2_845_127_000.0
     assert not any(k[0].startswith("DCGM") for k in scrape(make()))
+
+
+def _parsed(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items())), sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_fast_text_rendering_equals_the_registry_rendering() -> None:
+    """/metrics uses render_text(); it must say exactly what prometheus_client would."""
+    tricky = PodOwner('team "q"', "pod\\x", "line\nbreak", "nvidia.com/mig-4g.71gb")
+    for collector in (
+        make(),
+        make(dcgm_compat=True, hostname="n"),
+        SnapshotCollector(
+            snapshot=lambda: SNAP,
+            owners=lambda: {SLICE_B.mig_uuid: (tricky,)},
+            backend="sim",
+            version="0",
+        ),
+        make(snapshot=None),
+    ):
+        registry = CollectorRegistry()
+        registry.register(collector)
+        reference = generate_latest(registry).decode()
+        fast = collector.render_text().decode()
+        assert _parsed(fast) == _parsed(reference)
+        assert [line for line in fast.splitlines() if line.startswith("# TYPE")] == [
+            line for line in reference.splitlines() if line.startswith("# TYPE")
+        ]
+
+
+def test_with_estimates_is_replace_without_the_cost() -> None:
+    from dataclasses import replace
+
+    copy = SLICE_B.with_estimates(12.5, 99.0)
+    expected = replace(SLICE_B, power_estimated_watts=12.5, energy_estimated_joules=99.0)
+    assert copy == expected
+    assert hash(copy) == hash(expected)
+    assert SLICE_B.power_estimated_watts == 100.0, "the original is untouched"

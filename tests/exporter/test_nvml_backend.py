@@ -45,12 +45,14 @@ SCENARIO: dict[str, Any] = {
 
 
 def make(
-    scenario: dict[str, Any] = SCENARIO, **node_overrides: Any
+    scenario: dict[str, Any] = SCENARIO, *, gpm_interval: float = 1.0, **node_overrides: Any
 ) -> tuple[Simulation, NvmlBackend, Sampler]:
     if node_overrides:
         scenario = {**scenario, "nodes": [{**scenario["nodes"][0], **node_overrides}]}
     sim = Simulation.from_scenario(scenario, seed=scenario["seed"])
-    backend = NvmlBackend(sim.node("node-a").nvml, name="sim", clock=sim.clock.elapsed)
+    backend = NvmlBackend(
+        sim.node("node-a").nvml, name="sim", clock=sim.clock.elapsed, gpm_interval=gpm_interval
+    )
     sampler = Sampler(backend, interval=1.0, clock=sim.clock.elapsed, wall=sim.clock.now)
     return sim, backend, sampler
 
@@ -98,7 +100,26 @@ def test_readings_follow_the_scenario_workloads() -> None:
     assert whole.instances == ()
     assert whole.activity is not None
     assert whole.activity.graphics == pytest.approx(0.5, abs=1e-6)
-    assert all(s for s, _ in (status(snap, "nvml"), status(snap, "gpm")))
+    assert all(s for s, _ in (status(snap, "sim"), status(snap, "gpm")))
+
+
+def test_activity_is_computed_once_per_gpm_window_and_republished_between() -> None:
+    """nvmlGpmMetricsGet costs ~1.2 ms per slice on a real H200: once per window, not per cycle."""
+    sim, backend, sampler = make(gpm_interval=10.0)
+    nvml = sim.node("node-a").nvml
+    snap = cycles(sim, sampler, 10)
+    assert all(i.activity is None for i in gpu(snap, 0).instances), "first window still open"
+    sim.clock.advance(1.0)
+    snap = sampler.run_once()
+    first = {i.gpu_instance_id: i.activity for i in gpu(snap, 0).instances}
+    assert all(a is not None for a in first.values())
+    for _ in range(5):
+        sim.clock.advance(1.0)
+        snap = sampler.run_once()
+        assert {i.gpu_instance_id: i.activity for i in gpu(snap, 0).instances} == first
+    # One computation per slice (3) and per whole GPU with GPM (1) in 16 one-second cycles.
+    assert nvml.calls["nvmlGpmMetricsGet"] == 4
+    assert backend.calls == sum(nvml.calls.values())
 
 
 def test_estimated_power_adds_up_to_the_board_and_energy_accumulates() -> None:
@@ -135,7 +156,8 @@ def test_a_layout_change_between_two_samples_is_picked_up_without_restart() -> N
     after = gpu(sampler.run_once(), 0)
     assert after.layout_label == "4g.71gb,2g.35gb,1g.18gb"
     assert not old_uuids & {i.mig_uuid for i in after.instances}, "old slices vanish"
-    assert status(sampler.latest() or Snapshot(0), "nvml")[0]
+    assert sim.node("node-a").nvml.gpm_samples_in_use == 2 * 4, "old slices' samples freed"
+    assert status(sampler.latest() or Snapshot(0), "sim")[0]
     sim.clock.advance(1.0)
     settled = gpu(sampler.run_once(), 0)
     assert all(i.activity is not None for i in settled.instances)
@@ -150,7 +172,7 @@ def test_a_lost_gpu_is_dropped_and_reported_in_one_line(caplog: pytest.LogCaptur
     sim.clock.advance(1.0)
     snap = sampler.run_once()
     assert [g.index for g in snap.gpus] == [0, 2]
-    ok, error = status(snap, "nvml")
+    ok, error = status(snap, "sim")
     assert not ok
     assert error is not None
     assert "GPU 1" in error
@@ -159,7 +181,7 @@ def test_a_lost_gpu_is_dropped_and_reported_in_one_line(caplog: pytest.LogCaptur
     for _ in range(12):  # the fault lasts: the collector stays failed, logged once
         sim.clock.advance(1.0)
         snap = sampler.run_once()
-        assert status(snap, "nvml") == (False, error)
+        assert status(snap, "sim") == (False, error)
     failing = [r for r in caplog.records if "failing" in r.getMessage()]
     assert len(failing) == 1
 
@@ -182,7 +204,7 @@ def test_nvml_errors_on_a_value_blank_it_and_mark_the_collector(
     sim.clock.advance(1.0)
     snap = sampler.run_once()
     assert [g.index for g in snap.gpus] == [0, 1, 2], "a failing value never drops a GPU"
-    ok, message = status(snap, "nvml")
+    ok, message = status(snap, "sim")
     assert ok is not fails
     if fails:
         assert message is not None
@@ -195,7 +217,7 @@ def test_gpm_errors_mark_the_gpm_collector_only() -> None:
     sim.node("node-a").nvml.faults.inject_error("nvmlGpmMigSampleGet", "UNKNOWN", gpu=0)
     sim.clock.advance(1.0)
     snap = sampler.run_once()
-    assert status(snap, "nvml")[0]
+    assert status(snap, "sim")[0]
     assert not status(snap, "gpm")[0]
     assert all(i.activity is None for i in gpu(snap, 0).instances)
     assert all(i.memory_total_bytes for i in gpu(snap, 0).instances)
@@ -224,11 +246,13 @@ def test_without_privileges_profiles_come_from_device_names() -> None:
     assert all(i.compute_slices for i in h200.instances)
 
 
-def test_stop_shuts_nvml_down_and_a_failed_init_is_one_error() -> None:
+def test_stop_frees_every_gpm_sample_shuts_down_and_a_failed_init_is_one_error() -> None:
     sim, _backend, sampler = make()
-    cycles(sim, sampler, 2)
-    sampler.stop()
     nvml = sim.node("node-a").nvml
+    cycles(sim, sampler, 3)
+    assert nvml.gpm_samples_in_use == 2 * 4  # a pair per slice (3) and per whole GPU (1)
+    sampler.stop()
+    assert nvml.gpm_samples_in_use == 0
     with pytest.raises(nvml.NVMLError_Uninitialized):
         nvml.nvmlDeviceGetCount()
     with pytest.raises(BackendError):

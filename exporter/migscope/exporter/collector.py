@@ -1,14 +1,16 @@
-"""Render the latest snapshot as Prometheus metric families, fresh on every scrape.
+"""Render the latest snapshot as Prometheus metrics, fresh on every scrape.
 
-A scrape calls :meth:`SnapshotCollector.collect`, which reads two immutable objects — the
-sampler's latest :class:`~migscope.exporter.model.Snapshot` and the pod-attribution watcher's
-latest owner map — and turns them into new metric families. Nothing here calls NVML, the
-kubelet or the network, and nothing carries over from one scrape to the next (the client
-library's advice for exporters), so a slice that vanished from the snapshot vanishes from
-/metrics, and a slow GPU can never make a scrape slow.
+A scrape reads two immutable objects — the sampler's latest
+:class:`~migscope.exporter.model.Snapshot` and the pod-attribution watcher's latest owner map —
+and walks them once. Nothing here calls NVML, the kubelet or the network, and nothing carries
+over from one scrape to the next, so a slice that vanished from the snapshot vanishes from
+/metrics and a slow GPU can never make a scrape slow.
 
-Every family comes from the contract in :mod:`migscope.core.metrics`; the collector cannot
-publish a name the contract does not declare.
+The walk feeds one of two sinks that must agree (a test compares them): prometheus_client
+metric families, for the registry API, and a direct writer of the text format, which
+``/metrics`` uses because ``generate_latest`` re-validates and re-escapes every label of every
+sample (≈5.6 ms per scrape for 8 GPUs × 7 slices on the CI machine, ≈1 ms here). Every series
+name comes from the contract in :mod:`migscope.core.metrics`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import platform
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -24,13 +27,24 @@ from prometheus_client.core import (
     Metric,
     UnknownMetricFamily,
 )
+from prometheus_client.utils import floatToGoString
 
-from migscope.core.metrics import DCGM_COMPAT, METRICS, MetricSpec, metric
+from migscope.core.metrics import (
+    DCGM_COMPAT,
+    GPU_LABELS,
+    METRICS,
+    MIG_LABELS,
+    PREFIX,
+    MetricSpec,
+)
 from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading, Snapshot
 
 __all__ = ["Owner", "SnapshotCollector"]
 
 MIB = 1024 * 1024
+
+_SPECS = {spec.name.removeprefix(f"{PREFIX}_"): spec for spec in METRICS}
+_ORDER = {spec.name: i for i, spec in enumerate(METRICS)}
 
 
 class Owner(Protocol):
@@ -52,6 +66,49 @@ class Owner(Protocol):
 OwnerMap = Mapping[str, Sequence[Owner]]
 
 
+def _escape(value: str) -> str:
+    """A label value escaped for the text format (backslash, double quote, newline)."""
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return value
+
+
+def _number(value: float) -> str:
+    """A sample value exactly as prometheus_client writes it (Go's float formatting)."""
+    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
+
+class _Ids:
+    """The labels that identify one GPU, slice or collector, shared by its series.
+
+    The text sink renders them once and reuses the string for the dozen series of a slice.
+    """
+
+    __slots__ = ("_text", "names", "values")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[str, ...]) -> None:
+        self.names = names
+        self.values = values
+        self._text: str | None = None
+
+    def text(self) -> str:
+        if self._text is None:
+            self._text = ",".join(
+                f'{n}="{_escape(v)}"' for n, v in zip(self.names, self.values, strict=True)
+            )
+        return self._text
+
+
+_NO_IDS = _Ids((), ())
+
+
+class _Sink(Protocol):
+    """Where the snapshot walk puts each sample."""
+
+    def add(self, name: str, ids: _Ids, extra: Sequence[str], value: float) -> None: ...
+
+
 def _family(spec: MetricSpec) -> Metric:
     """A new, empty family for ``spec`` (counters and info series named as the client wants)."""
     if spec.type == "counter":
@@ -61,34 +118,78 @@ def _family(spec: MetricSpec) -> Metric:
     return GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
 
 
-class _Families:
-    """The families of one scrape, created from the contract on first use."""
-
-    def __init__(self) -> None:
-        self._families: dict[str, Metric] = {}
-
-    def add(self, name: str, labels: Sequence[str], value: float) -> None:
-        spec = metric(name)
-        family = self._families.get(spec.name)
-        if family is None:
-            family = self._families[spec.name] = _family(spec)
-        values = [str(v) for v in labels]
-        if isinstance(family, InfoMetricFamily):
-            family.add_metric(values, {})
-        else:
-            family.add_metric(values, value)  # type: ignore[attr-defined]
-
-    def __iter__(self) -> Iterator[Metric]:
-        order = {spec.name: i for i, spec in enumerate(METRICS)}
-        yield from sorted(self._families.values(), key=lambda f: order[_spec_name(f)])
-
-
 def _spec_name(family: Metric) -> str:
     if family.type == "counter":
         return f"{family.name}_total"
     if family.type == "info":
         return f"{family.name}_info"
     return family.name
+
+
+class _Families:
+    """prometheus_client families for one scrape, created from the contract on first use."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, Metric] = {}
+
+    def add(self, name: str, ids: _Ids, extra: Sequence[str], value: float) -> None:
+        spec = _SPECS[name]
+        family = self._families.get(spec.name)
+        if family is None:
+            family = self._families[spec.name] = _family(spec)
+        values = [*ids.values, *extra]
+        if isinstance(family, InfoMetricFamily):
+            family.add_metric(values, {})
+        else:
+            family.add_metric(values, value)  # type: ignore[attr-defined]
+
+    def __iter__(self) -> Iterator[Metric]:
+        yield from sorted(self._families.values(), key=lambda f: _ORDER[_spec_name(f)])
+
+
+class _TextLines:
+    """The same samples written straight to the text exposition format 0.0.4."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[str]] = {}
+
+    def add(self, name: str, ids: _Ids, extra: Sequence[str], value: float) -> None:
+        spec = _SPECS[name]
+        labels = ids.text()
+        if extra:
+            names = spec.labels[len(ids.names) :]
+            rest = ",".join(f'{n}="{_escape(v)}"' for n, v in zip(names, extra, strict=True))
+            labels = f"{labels},{rest}" if labels else rest
+        lines = self._lines.get(spec.name)
+        if lines is None:
+            lines = self._lines[spec.name] = []
+        if labels:
+            lines.append(f"{spec.name}{{{labels}}} {_number(value)}")
+        else:
+            lines.append(f"{spec.name} {_number(value)}")
+
+    def text(self) -> str:
+        out: list[str] = []
+        for spec in METRICS:
+            lines = self._lines.get(spec.name)
+            if not lines:
+                continue
+            kind = "gauge" if spec.type == "info" else spec.type
+            doc = spec.help.replace("\\", "\\\\").replace("\n", "\\n")
+            out.append(f"# HELP {spec.name} {doc}")
+            out.append(f"# TYPE {spec.name} {kind}")
+            out.extend(lines)
+        return "\n".join(out) + "\n" if out else ""
+
+
+class _Fixed:
+    """A collector that yields families built elsewhere (the dcgm-compatible ones)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self._families = families
+
+    def collect(self) -> list[Metric]:
+        return self._families
 
 
 _ACTIVITY_METRICS = (
@@ -139,87 +240,87 @@ class SnapshotCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """Build this scrape's families from the latest snapshot and owner map."""
+        """This scrape's families, for a prometheus_client registry."""
         out = _Families()
-        out.add("exporter_build_info", [self._version, platform.python_version(), self._backend], 1)
-        snap = self._snapshot()
-        owners = self._owners()
-        statuses = [*(snap.collectors if snap else ()), *self._statuses()]
-        for status in statuses:
-            out.add("collector_success", [status.name], 1.0 if status.success else 0.0)
-            out.add("collector_duration_seconds", [status.name], status.duration_seconds)
-            out.add(
-                "collector_last_success_timestamp_seconds",
-                [status.name],
-                status.last_success or 0.0,
-            )
-        if snap is not None:
-            for gpu in snap.gpus:
-                self._gpu(out, gpu, snap.driver_version, owners)
+        snap, owners = self._walk(out)
         yield from out
         if self._dcgm_compat and snap is not None:
             yield from self._dcgm(snap, owners)
 
-    def _gpu(self, out: _Families, gpu: GpuReading, driver: str, owners: OwnerMap) -> None:
-        ids = [str(gpu.index), gpu.uuid]
-        out.add(
-            "gpu_info",
-            [
-                *ids,
-                gpu.model or "unknown",
-                gpu.name,
-                gpu.pci_bus_id,
-                gpu.pci_device_id,
-                driver,
-                "enabled" if gpu.mig_enabled else "disabled",
-            ],
-            1,
+    def render_text(self) -> bytes:
+        """This scrape in the text exposition format 0.0.4: what :meth:`collect` says, faster."""
+        out = _TextLines()
+        snap, owners = self._walk(out)
+        text = out.text()
+        if self._dcgm_compat and snap is not None:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(_Fixed(list(self._dcgm(snap, owners))))
+            text += generate_latest(registry).decode()
+        return text.encode()
+
+    def _walk(self, out: _Sink) -> tuple[Snapshot | None, OwnerMap]:
+        """Add every series of the latest snapshot to ``out``, once."""
+        build = (self._version, platform.python_version(), self._backend)
+        out.add("exporter_build_info", _NO_IDS, build, 1)
+        snap = self._snapshot()
+        owners = self._owners()
+        for status in [*(snap.collectors if snap else ()), *self._statuses()]:
+            ids = _Ids(("collector",), (status.name,))
+            out.add("collector_success", ids, (), 1.0 if status.success else 0.0)
+            out.add("collector_duration_seconds", ids, (), status.duration_seconds)
+            last = status.last_success or 0.0
+            out.add("collector_last_success_timestamp_seconds", ids, (), last)
+        if snap is not None:
+            for gpu in snap.gpus:
+                self._gpu(out, gpu, snap.driver_version, owners)
+        return snap, owners
+
+    def _gpu(self, out: _Sink, gpu: GpuReading, driver: str, owners: OwnerMap) -> None:
+        ids = _Ids(GPU_LABELS, (str(gpu.index), gpu.uuid))
+        info = (
+            gpu.model or "unknown",
+            gpu.name,
+            gpu.pci_bus_id,
+            gpu.pci_device_id,
+            driver,
+            "enabled" if gpu.mig_enabled else "disabled",
         )
+        out.add("gpu_info", ids, info, 1)
         _maybe(out, "gpu_power_watts", ids, gpu.power_watts)
         _maybe(out, "gpu_energy_joules_total", ids, gpu.energy_joules)
         _maybe(out, "gpu_memory_total_bytes", ids, gpu.memory_total_bytes)
         _maybe(out, "gpu_memory_used_bytes", ids, gpu.memory_used_bytes)
         if gpu.activity is not None and not gpu.mig_enabled:
             for attr, suffix in _ACTIVITY_METRICS:
-                if attr == "sm_occupancy":
-                    continue  # not part of the whole-GPU contract
-                _maybe(out, f"gpu_{suffix}", ids, getattr(gpu.activity, attr))
+                if attr != "sm_occupancy":  # not part of the whole-GPU contract
+                    _maybe(out, f"gpu_{suffix}", ids, getattr(gpu.activity, attr))
         if gpu.mig_enabled:
             _maybe(out, "gpu_compute_slices", ids, gpu.compute_slices)
             _maybe(out, "gpu_compute_slices_free", ids, gpu.compute_slices_free)
             _maybe(out, "gpu_memory_slices", ids, gpu.memory_slices)
             _maybe(out, "gpu_memory_slices_free", ids, gpu.memory_slices_free)
-            out.add("gpu_mig_layout_info", [*ids, gpu.layout_label], 1)
+            out.add("gpu_mig_layout_info", ids, (gpu.layout_label,), 1)
         for owner in owners.get(gpu.uuid, ()):
-            out.add(
-                "gpu_pod_info",
-                [*ids, owner.namespace, owner.pod, owner.container, owner.resource_name],
-                1,
-            )
+            holder = (owner.namespace, owner.pod, owner.container, owner.resource_name)
+            out.add("gpu_pod_info", ids, holder, 1)
         for inst in gpu.instances:
             self._slice(out, gpu, inst, owners)
 
-    def _slice(self, out: _Families, gpu: GpuReading, inst: MigReading, owners: OwnerMap) -> None:
-        ids = [str(gpu.index), gpu.uuid, str(inst.gpu_instance_id), inst.mig_uuid]
-        out.add(
-            "mig_info",
-            [
-                *ids,
-                inst.profile,
-                "" if inst.profile_id is None else str(inst.profile_id),
-                "" if inst.placement_start is None else str(inst.placement_start),
-                "" if inst.placement_size is None else str(inst.placement_size),
-                str(inst.compute_slices),
-                str(inst.memory_slices),
-            ],
-            1,
+    def _slice(self, out: _Sink, gpu: GpuReading, inst: MigReading, owners: OwnerMap) -> None:
+        values = (str(gpu.index), gpu.uuid, str(inst.gpu_instance_id), inst.mig_uuid)
+        ids = _Ids(MIG_LABELS, values)
+        info = (
+            inst.profile,
+            "" if inst.profile_id is None else str(inst.profile_id),
+            "" if inst.placement_start is None else str(inst.placement_start),
+            "" if inst.placement_size is None else str(inst.placement_size),
+            str(inst.compute_slices),
+            str(inst.memory_slices),
         )
+        out.add("mig_info", ids, info, 1)
         for owner in owners.get(inst.mig_uuid, ()):
-            out.add(
-                "mig_pod_info",
-                [*ids, owner.namespace, owner.pod, owner.container, owner.resource_name],
-                1,
-            )
+            holder = (owner.namespace, owner.pod, owner.container, owner.resource_name)
+            out.add("mig_pod_info", ids, holder, 1)
         activity = inst.activity or Activity()
         for attr, suffix in _ACTIVITY_METRICS:
             _maybe(out, f"mig_{suffix}", ids, getattr(activity, attr))
@@ -266,15 +367,12 @@ class SnapshotCollector:
                 energy.add_metric([*base, self._hostname], gpu.energy_joules * 1000.0)
             for inst in gpu.instances:
                 holders = owners.get(inst.mig_uuid, ())
-                pod = (
-                    [holders[0].namespace, holders[0].pod, holders[0].container]
-                    if holders
-                    else ["", "", ""]
-                )
+                first = holders[0] if holders else None
+                pod = [first.namespace, first.pod, first.container] if first else ["", "", ""]
                 labels = [*base, inst.profile, str(inst.gpu_instance_id), self._hostname, *pod]
-                for spec, value in _dcgm_values(inst):
+                for name, value in _dcgm_values(inst):
                     if value is not None:
-                        families[spec].add_metric(labels, value)
+                        families[name].add_metric(labels, value)
         yield from families.values()
         yield power
         yield energy
@@ -295,7 +393,7 @@ def _dcgm_values(inst: MigReading) -> Iterator[tuple[str, float | None]]:
     )
 
 
-def _maybe(out: _Families, name: str, labels: Sequence[str], value: float | None) -> None:
+def _maybe(out: _Sink, name: str, ids: _Ids, value: float | None) -> None:
     """Add a sample unless the value is unknown: absent, never a made-up 0."""
     if value is not None:
-        out.add(name, labels, float(value))
+        out.add(name, ids, (), float(value))

@@ -133,7 +133,8 @@ class Sampler:
         previous = self._latest
         last = None
         if previous is not None:
-            last = next((c.last_success for c in previous.collectors if c.name == "nvml"), None)
+            name = self._backend.name
+            last = next((c.last_success for c in previous.collectors if c.name == name), None)
         status = CollectorStatus(self._backend.name, False, duration, last, error)
         return Snapshot(taken_at=self._wall(), collectors=(status,))
 
@@ -186,7 +187,5 @@ class Sampler:
             seen.add(key)
             energy = self._slice_energy.get(key, 0.0) + watts * dt
             self._slice_energy[key] = energy
-            instances.append(
-                replace(inst, power_estimated_watts=watts, energy_estimated_joules=energy)
-            )
+            instances.append(inst.with_estimates(watts, energy))
         return replace(gpu, instances=tuple(instances))

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from migscope.cli import catalog_cmd, config_cmd
+from migscope.cli import catalog_cmd, config_cmd, exporter_cmd
 
 __all__ = ["cli", "main"]
 
@@ -30,6 +30,7 @@ def cli(verbose: int) -> None:
 
 cli.add_command(catalog_cmd.catalog)
 cli.add_command(config_cmd.validate_config)
+cli.add_command(exporter_cmd.exporter)
 
 
 def main(argv: list[str] | None = None) -> None:

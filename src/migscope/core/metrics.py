@@ -26,6 +26,7 @@ __all__ = [
     "DcgmCompatSpec",
     "MetricSpec",
     "metric",
+    "metrics_table",
 ]
 
 PREFIX = "migscope"
@@ -343,6 +344,19 @@ def metric(name: str) -> MetricSpec:
     """
     key = name if name.startswith(f"{PREFIX}_") else f"{PREFIX}_{name}"
     return _BY_NAME[key]
+
+
+def metrics_table() -> str:
+    """The Markdown table of every metric, as docs/metrics.md carries it (kept in sync by a test)."""
+    rows = [
+        "| metric | type | unit | labels | meaning | source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for spec in METRICS:
+        labels = ", ".join(f"`{label}`" for label in spec.labels)
+        cells = [f"`{spec.name}`", spec.type, spec.unit or "-", labels, spec.help, spec.source]
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(rows) + "\n"
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -102,6 +103,9 @@ class NvmlCore:
         self._refcount = 0
         self._handles = HandleTable()
         self._samples = SampleStore()
+        self.calls: Counter[str] = Counter()
+        """NVML calls made so far, by function name: benchmarks price them with the real
+        per-call latencies measured on an H200, tests check what a code path costs."""
 
     def __repr__(self) -> str:
         return f"SimNvml(node={self.node!r}, gpus={len(self.gpus)}, initialised={self._refcount})"
@@ -122,7 +126,13 @@ class NvmlCore:
 
     # -- the front door -------------------------------------------------------------------
 
+    @property
+    def gpm_samples_in_use(self) -> int:
+        """GPM sample buffers allocated and not yet freed (a leak check for callers)."""
+        return len(self._samples)
+
     def _before_call(self, name: str, args: Sequence[Any]) -> None:
+        self.calls[name] += 1
         if self._refcount == 0 and name not in _NO_INIT_NEEDED:
             fail(pynvml.NVML_ERROR_UNINITIALIZED)
         if self.faults.active():

@@ -76,23 +76,27 @@ class _GpuLost(Exception):
 
 
 class _GpmPair:
-    """Two GPM samples that swap roles each cycle: last cycle's and this cycle's."""
+    """Two GPM samples that swap roles each window, and the activity of the last window."""
 
-    def __init__(self, nvml: Any) -> None:
+    def __init__(self, nvml: Any, call: Callable[..., Any]) -> None:
         self._nvml = nvml
-        self.previous = nvml.nvmlGpmSampleAlloc()
-        self.current = nvml.nvmlGpmSampleAlloc()
+        self._call = call
+        self.previous = call(nvml.nvmlGpmSampleAlloc)
+        self.current = call(nvml.nvmlGpmSampleAlloc)
         self.primed = False
+        self.taken_at = 0.0
+        self.activity: Activity | None = None
 
-    def swap(self) -> None:
+    def swap(self, now: float) -> None:
         self.previous, self.current = self.current, self.previous
         self.primed = True
+        self.taken_at = now
 
     def free(self) -> None:
         for sample in (self.previous, self.current):
             # Freeing can fail on a lost GPU; there is nothing else to do about it.
             with contextlib.suppress(self._nvml.NVMLError):
-                self._nvml.nvmlGpmSampleFree(sample)
+                self._call(self._nvml.nvmlGpmSampleFree, sample)
 
 
 @dataclass
@@ -148,6 +152,11 @@ class NvmlBackend:
         nvml: The module-like NVML object.
         enumerate_interval: Seconds between full re-enumerations of GPUs and slices (new
             slices on a GPU that had none appear within this time; destroyed ones at once).
+        gpm_interval: Seconds of the GPM activity window. ``nvmlGpmMetricsGet`` costs
+            ≈1.2 ms of CPU per slice on a real H200 (tests/fixtures/h200/gpm_cost.json), so
+            activity is computed once per window and republished in between; a window close
+            to the scrape interval also measures what happened between scrapes instead of
+            one second of it.
         clock: Monotonic clock in seconds (injectable for tests).
         name: Backend name for build info (``nvml`` or ``sim``).
     """
@@ -157,12 +166,18 @@ class NvmlBackend:
         nvml: Any,
         *,
         enumerate_interval: float = 10.0,
+        gpm_interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
         name: str = "nvml",
     ) -> None:
+        if gpm_interval < 0.1:
+            raise ValueError(
+                f"gpm_interval must be >= 0.1 s (NVML's GPM refresh), got {gpm_interval}"
+            )
         self.name = name
         self._nvml = nvml
         self._interval = enumerate_interval
+        self._gpm_interval = gpm_interval
         self._clock = clock
         self._open = False
         self._gpus: list[_Gpu] = []
@@ -182,7 +197,7 @@ class NvmlBackend:
     def open(self) -> None:
         """Initialise NVML and enumerate; a missing library or driver is one clear line."""
         try:
-            self._nvml.nvmlInit()
+            self._call(self._nvml.nvmlInit)
         except self._nvml.NVMLError as exc:
             raise BackendError(f"NVML init failed: {exc}") from exc
         except OSError as exc:  # pragma: no cover - ctypes cannot load libnvidia-ml.so.1
@@ -200,7 +215,7 @@ class NvmlBackend:
         if self._open:
             self._open = False
             with contextlib.suppress(self._nvml.NVMLError):
-                self._nvml.nvmlShutdown()
+                self._call(self._nvml.nvmlShutdown)
 
     # -- one cycle -------------------------------------------------------------------------
 
@@ -320,14 +335,20 @@ class NvmlBackend:
     # -- GPM ---------------------------------------------------------------------------------
 
     def _gpm(self, gpu: _Gpu, errors: _Errors, s: _Slice | None) -> Activity | None:
-        """One new GPM sample against last cycle's: activity since then (None the first time)."""
+        """Activity over the last completed GPM window (None until the first one closes).
+
+        Within a window the previous value is returned without touching NVML; at its end one
+        new sample is taken and the metrics are computed against the window's first sample.
+        """
         nvml = self._nvml
         t0 = self._clock()
         try:
             owner: _Gpu | _Slice = gpu if s is None else s
             if owner.gpm is None:
-                owner.gpm = _GpmPair(nvml)
+                owner.gpm = _GpmPair(nvml, self._call)
             pair = owner.gpm
+            if pair.primed and t0 - pair.taken_at < self._gpm_interval:
+                return pair.activity
             try:
                 if s is None:
                     self._call(nvml.nvmlGpmSampleGet, gpu.handle, pair.current)
@@ -341,13 +362,12 @@ class NvmlBackend:
                     raise _StaleLayout from exc
                 if code not in _ABSENT:
                     errors.note("gpm", f"GPU {gpu.index}: GPM sample: {exc}")
+                pair.activity = None
                 return None
-            if not pair.primed:
-                pair.swap()
-                return None
-            activity = self._gpm_metrics(pair, gpu, errors)
-            pair.swap()
-            return activity
+            if pair.primed:
+                pair.activity = self._gpm_metrics(pair, gpu, errors)
+            pair.swap(t0)
+            return pair.activity
         finally:
             errors.seconds["gpm"] = errors.seconds.get("gpm", 0.0) + self._clock() - t0
 
@@ -583,8 +603,10 @@ class NvmlBackend:
         now = time.time()
         out = []
         names = ["nvml", "gpm"] + (["energy"] if with_energy else [])
-        for name in names:
-            error = errors.first.get(name)
+        for key in names:
+            # The main collector carries the backend's name ("nvml", or "sim" on the simulator).
+            name = self.name if key == "nvml" else key
+            error = errors.first.get(key)
             if error is None:
                 self._last_success[name] = now
             # One log line per change of state, not one per cycle of a lasting fault.

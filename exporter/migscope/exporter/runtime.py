@@ -1,0 +1,278 @@
+"""Assemble the exporter from settings: backend → sampler → collector → HTTP, plus pod owners.
+
+This is the only module that knows how the pieces fit; each piece stays testable alone.
+``build`` wires them, ``serve`` runs until SIGTERM, and ``render_once`` samples twice (GPM
+needs a pair) and returns one exposition, which ``--once`` prints and tests lint with
+``promtool``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+
+from migscope.exporter.backends.base import Backend, BackendError
+from migscope.exporter.backends.nvml import NvmlBackend
+from migscope.exporter.collector import Owner, SnapshotCollector
+from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
+from migscope.exporter.model import CollectorStatus
+from migscope.exporter.sampler import Sampler
+from migscope.exporter.settings import ExporterSettings, SettingsError
+
+__all__ = ["Exporter", "build", "render_once", "serve"]
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from migscope.exporter.podresources import PodResourcesWatcher
+
+OwnerMap = Mapping[str, Sequence[Owner]]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("migscope")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "0+unknown"
+
+
+@dataclass
+class Exporter:
+    """The assembled exporter; ``start``/``stop`` run the background parts."""
+
+    settings: ExporterSettings
+    backend: Backend
+    sampler: Sampler
+    registry: CollectorRegistry
+    collector: SnapshotCollector
+    owners: Callable[[], OwnerMap]
+    watcher: PodResourcesWatcher | None = None
+    advance: Callable[[float], None] | None = None
+    """Moves simulated time (sim backend with a manual clock); None on real hardware."""
+    simulation: Any = None
+    """The :class:`migscope.sim.Simulation` behind the sim backend (None otherwise)."""
+
+    def health(self) -> tuple[bool, str]:
+        """Healthy when a recent snapshot exists and the backend could be read."""
+        snap = self.sampler.latest()
+        if snap is None:
+            return False, "no sample yet"
+        age = time.time() - snap.taken_at
+        limit = 3 * self.settings.interval + 5.0
+        if self.advance is None and age > limit:
+            return False, f"last sample is {age:.0f} s old"
+        failed = [c.name for c in snap.collectors if not c.success and c.name == self.backend.name]
+        if failed:
+            return False, f"backend {self.backend.name} failing"
+        return True, "ok"
+
+    def start(self) -> None:
+        """Start sampling and pod attribution in the background."""
+        if self.watcher is not None:
+            self.watcher.start()
+        self.sampler.start()
+
+    def stop(self) -> None:
+        """Stop everything that runs in the background."""
+        self.sampler.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+
+def _statuses(
+    watcher: PodResourcesWatcher | None,
+) -> Callable[[], Iterable[CollectorStatus]]:
+    if watcher is None:
+        return tuple
+
+    def statuses() -> tuple[CollectorStatus, ...]:
+        s = watcher.status()
+        return (
+            CollectorStatus("podresources", s.ok, s.duration_seconds, s.last_success, s.last_error),
+        )
+
+    return statuses
+
+
+def _sim_backend(settings: ExporterSettings, *, realtime: bool) -> tuple[NvmlBackend, Any]:
+    """The NVML backend over a simulated node of the scenario (the ``sim`` backend)."""
+    from migscope.sim import DEMO_SCENARIO, SimClock, Simulation, resolve_scenario
+
+    try:
+        scenario = resolve_scenario(settings.scenario or DEMO_SCENARIO)
+    except FileNotFoundError as exc:
+        raise SettingsError(f"--scenario: {exc}") from None
+    clock = SimClock(realtime=True) if realtime else None
+    simulation = Simulation.from_scenario(scenario, clock=clock)
+    names = list(simulation.nodes)
+    wanted = settings.node or (settings.hostname if settings.hostname in names else names[0])
+    if wanted not in names:
+        raise SettingsError(f"scenario {scenario}: no node {wanted!r} (nodes: {', '.join(names)})")
+    node = simulation.node(wanted)
+    backend = NvmlBackend(
+        node.nvml,
+        name="sim",
+        enumerate_interval=settings.enumerate_interval,
+        gpm_interval=settings.gpm_interval,
+        clock=simulation.clock.elapsed,
+    )
+    return backend, (simulation, node)
+
+
+def _sim_owners(node: Any) -> Callable[[], OwnerMap]:
+    """Owners straight from the scenario: its pod assignments carry the same four fields."""
+
+    def owners() -> OwnerMap:
+        out: dict[str, list[Owner]] = {}
+        for assignment in node.pod_assignments():
+            out.setdefault(assignment.device_id, []).append(assignment)
+        return out
+
+    return owners
+
+
+def _hardware_backend(settings: ExporterSettings) -> Backend:
+    """NVML through the real pynvml, or DCGM through its Python bindings."""
+    if settings.backend == "dcgm":
+        from migscope.exporter.backends.dcgm import DcgmBackend
+
+        return DcgmBackend(
+            host=settings.dcgm_host,
+            bindings=settings.dcgm_bindings,
+            field_interval=settings.interval,
+            energy_interval=settings.energy_interval,
+            hierarchy_interval=settings.enumerate_interval,
+        )
+    import pynvml
+
+    return NvmlBackend(
+        pynvml,
+        enumerate_interval=settings.enumerate_interval,
+        gpm_interval=settings.gpm_interval,
+    )
+
+
+def build(settings: ExporterSettings, *, realtime: bool = True) -> Exporter:
+    """Wire an exporter for ``settings`` (nothing is started yet).
+
+    Args:
+        settings: Validated settings.
+        realtime: For the sim backend: follow the wall clock (serving) or stand still until
+            advanced (``--once``, tests).
+
+    Raises:
+        SettingsError: settings that name something unusable (scenario node, bindings).
+        BackendError: the backend cannot be loaded at all.
+    """
+    advance: Callable[[float], None] | None = None
+    watcher: PodResourcesWatcher | None = None
+    owners: Callable[[], OwnerMap] = dict
+    simulation: Any = None
+    backend: Backend
+    if settings.backend == "sim":
+        backend, (simulation, node) = _sim_backend(settings, realtime=realtime)
+        if settings.pod_attribution and settings.pod_source != "kubelet":
+            owners = _sim_owners(node)
+        clock, wall = simulation.clock.elapsed, simulation.clock.now
+        if not realtime:
+            advance = simulation.clock.advance
+    else:
+        backend = _hardware_backend(settings)
+        clock, wall = time.monotonic, time.time
+    use_kubelet = settings.pod_source == "kubelet" or (
+        settings.pod_source == "auto" and settings.backend != "sim"
+    )
+    if settings.pod_attribution and use_kubelet:
+        # Imported here: gRPC costs ~11 MiB of RSS, which a simulated node without a kubelet
+        # need not pay.
+        from migscope.exporter.podresources import PodResourcesWatcher
+
+        watcher = PodResourcesWatcher(
+            settings.kubelet_socket,
+            interval=settings.kubelet_refresh,
+            timeout=settings.kubelet_timeout,
+        )
+        owners = watcher.owners
+    sampler = Sampler(
+        backend,
+        interval=settings.interval,
+        energy_interval=settings.energy_interval,
+        idle_watts=settings.idle_power_watts,
+        clock=clock,
+        wall=wall,
+    )
+    registry = CollectorRegistry(auto_describe=False)
+    collector = SnapshotCollector(
+        snapshot=sampler.latest,
+        owners=owners,
+        statuses=_statuses(watcher),
+        backend=backend.name,
+        version=_version(),
+        dcgm_compat=settings.dcgm_compat,
+        hostname=settings.hostname,
+    )
+    registry.register(collector)
+    return Exporter(
+        settings, backend, sampler, registry, collector, owners, watcher, advance, simulation
+    )
+
+
+def render_once(settings: ExporterSettings) -> bytes:
+    """Sample twice one interval apart (GPM needs a pair) and return one text exposition.
+
+    The GPM window shrinks to that one interval, so ``--once`` shows activity at once.
+    """
+    if settings.web_config:
+        load_web_config(settings.web_config)  # a broken file is reported even here
+    settings = settings.model_copy(update={"gpm_interval": settings.interval})
+    exporter = build(settings, realtime=False)
+    try:
+        if exporter.watcher is not None:
+            exporter.watcher.refresh()
+        exporter.sampler.run_once()
+        if exporter.advance is not None:
+            exporter.advance(settings.interval)
+        else:
+            time.sleep(settings.interval)
+        exporter.sampler.run_once()
+        return exporter.collector.render_text()
+    finally:
+        exporter.stop()
+
+
+def serve(settings: ExporterSettings) -> int:
+    """Serve /metrics until SIGTERM/SIGINT; returns the process exit status."""
+    web = load_web_config(settings.web_config) if settings.web_config else None
+    exporter = build(settings)
+    app = ExporterApp(
+        registry=exporter.registry,
+        health=exporter.health,
+        name="migscope exporter",
+        version=_version(),
+        max_concurrent_scrapes=settings.max_concurrent_scrapes,
+        render_text=exporter.collector.render_text,
+    )
+    server = ExporterServer(app, listen=settings.listen, web_config=web)
+    exporter.start()
+    try:
+        server.start()
+        log.info(
+            "migscope exporter %s (%s backend) on %s://%s",
+            _version(),
+            exporter.backend.name,
+            server.scheme,
+            server.address,
+        )
+        server.serve_forever_until_signal()
+    finally:
+        exporter.stop()
+    return 0
+
+
+__all__ += ["BackendError"]
