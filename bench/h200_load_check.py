@@ -103,7 +103,7 @@ def summary(rows: list[dict[str, Any]], phase: str) -> dict[str, Any]:
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     out.mkdir(parents=True, exist_ok=True)
-    backend = NvmlBackend(pynvml)
+    backend = NvmlBackend(pynvml, gpm_interval=1.0)  # one activity value per 1-s sample
     sampler = Sampler(backend, interval=1.0, energy_interval=5.0)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(snapshot=sampler.latest, backend="nvml", version="bench"))
