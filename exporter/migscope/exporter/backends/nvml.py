@@ -236,10 +236,13 @@ class NvmlBackend:
                 if reading is not None:
                     readings.append(reading)
         except self._nvml.NVMLError as exc:
+            # Nothing could be read this cycle (e.g. nvmlDeviceGetCount failed): the sampler
+            # publishes a failed snapshot; a lost session is reopened on the next cycle.
             if getattr(exc, "value", None) in _SESSION_GONE:
                 self.close()
                 raise BackendError(f"NVML session lost: {exc}") from exc
-            raise
+            self._enumerated_at = None
+            raise BackendError(f"NVML: {exc}") from exc
         errors.seconds["nvml"] = self._clock() - started - errors.seconds.get("gpm", 0.0)
         return BackendReading(tuple(readings), self._driver, self._statuses(errors, with_energy))
 
@@ -477,8 +480,10 @@ class NvmlBackend:
     def _gpm_supported(self, handle: Any) -> bool:
         try:
             support = self._call(self._nvml.nvmlGpmQueryDeviceSupport, handle)
-        except self._nvml.NVMLError:
-            return False  # pre-Hopper or an old driver (FUNCTION_NOT_FOUND)
+        except self._nvml.NVMLError as exc:
+            if getattr(exc, "value", None) in _ABSENT:
+                return False  # pre-Hopper, or a driver without GPM (FUNCTION_NOT_FOUND)
+            raise  # anything else is a real failure: the GPU is reported, retried later
         return bool(support.isSupportedDevice)
 
     def _enumerate_slices(self, gpu: _Gpu, previous: _Gpu | None) -> list[_Slice]:
