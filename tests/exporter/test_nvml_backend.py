@@ -101,6 +101,8 @@ def test_readings_follow_the_scenario_workloads() -> None:
     assert whole.activity is not None
     assert whole.activity.graphics == pytest.approx(0.5, abs=1e-6)
     assert all(s for s, _ in (status(snap, "sim"), status(snap, "gpm")))
+    main = next(c for c in snap.collectors if c.name == "sim")
+    assert main.duration_seconds > 0, "the main collector's time is measured, not 0"
 
 
 def test_activity_is_computed_once_per_gpm_window_and_republished_between() -> None:

@@ -62,6 +62,7 @@ from migscope.core.catalogue import (
     normalise_profile_name,
 )
 from migscope.exporter.backends.base import BackendError, BackendReading
+from migscope.exporter.backends.status import CycleErrors, StatusBook, one_line
 from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading
 
 __all__ = ["DEFAULT_BINDINGS", "DEFAULT_PORT", "DcgmBackend"]
@@ -157,10 +158,6 @@ _LIBRARY_MISSING = (
 )
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 @dataclass(frozen=True)
 class _Bindings:
     """The three binding modules, imported from one directory."""
@@ -218,7 +215,7 @@ def _import_bindings(directory: Path) -> _Bindings:
     except Exception as exc:
         raise BackendError(
             f"DCGM Python bindings in {directory} failed to import: "
-            f"{type(exc).__name__}: {_one_line(exc)}"
+            f"{type(exc).__name__}: {one_line(exc)}"
         ) from exc
     finally:
         sys.path[:] = saved_path
@@ -256,17 +253,6 @@ class _Gpu:
     mig_enabled: bool
     instances: list[_Instance] = field(default_factory=list)
     energy_joules: float | None = None
-
-
-@dataclass
-class _Errors:
-    """First error of each collector in this cycle, and how long each took."""
-
-    first: dict[str, str] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def note(self, collector: str, message: str) -> None:
-        self.first.setdefault(collector, _one_line(message))
 
 
 _Values = dict[tuple[int, int], dict[int, tuple[int, Any]]]
@@ -316,9 +302,7 @@ class DcgmBackend:
         self._gpus: list[_Gpu] = []
         self._enumerated_at: float | None = None
         self._driver = ""
-        self._last_success: dict[str, float] = {}
-        self._last_error: dict[str, str | None] = {}
-        self._energy_status: CollectorStatus | None = None
+        self._book = StatusBook(log)
 
     @property
     def address(self) -> str | None:
@@ -347,9 +331,9 @@ class DcgmBackend:
         except s.DCGMError as exc:
             if self._code(exc) == _ST_LIBRARY_NOT_FOUND:
                 raise BackendError(_LIBRARY_MISSING) from exc
-            raise BackendError(f"DCGM library failed to load: {_one_line(exc)}") from exc
+            raise BackendError(f"DCGM library failed to load: {one_line(exc)}") from exc
         except OSError as exc:  # pragma: no cover - ctypes found a broken library file
-            raise BackendError(f"{_LIBRARY_MISSING} ({_one_line(exc)})") from exc
+            raise BackendError(f"{_LIBRARY_MISSING} ({one_line(exc)})") from exc
         try:
             agent.dcgmInit()
             self._handle = self._connect()
@@ -359,10 +343,10 @@ class DcgmBackend:
             raise BackendError(self._connect_error(exc)) from exc
         try:
             self._create_field_groups()
-            self._enumerate(_Errors())
+            self._enumerate(CycleErrors())
         except s.DCGMError as exc:
             self.close()
-            raise BackendError(f"DCGM setup failed: {_one_line(exc)}") from exc
+            raise BackendError(f"DCGM setup failed: {one_line(exc)}") from exc
 
     def close(self) -> None:
         """Unwatch, delete our groups, disconnect; safe to call twice."""
@@ -405,12 +389,12 @@ class DcgmBackend:
             return _LIBRARY_MISSING
         if self._host is None:
             return (
-                f"cannot start an embedded DCGM hostengine: {_one_line(exc)}; it needs the "
+                f"cannot start an embedded DCGM hostengine: {one_line(exc)}; it needs the "
                 "GPUs in this container (NVIDIA runtime) and CAP_SYS_ADMIN for profiling "
                 "fields, or connect to a running nv-hostengine with --dcgm-host"
             )
         return (
-            f"cannot connect to nv-hostengine at {self.address}: {_one_line(exc)}; start "
+            f"cannot connect to nv-hostengine at {self.address}: {one_line(exc)}; start "
             "nv-hostengine (nvidia-dcgm.service, listening beyond 127.0.0.1 if remote), or "
             "enable the GPU Operator's standalone DCGM (dcgm.enabled=true, Service "
             "nvidia-dcgm:5555), or drop --dcgm-host to embed a hostengine"
@@ -423,8 +407,9 @@ class DcgmBackend:
         if self._handle is None:
             self.open()
         s = self._bindings().structs
-        errors = _Errors()
+        errors = CycleErrors()
         started = self._clock()
+        timer = time.perf_counter()  # durations in real seconds, whatever the clock
         try:
             if (
                 self._enumerated_at is None
@@ -437,8 +422,8 @@ class DcgmBackend:
         except s.DCGMError as exc:
             self.close()
             if self._code(exc) in _SESSION_GONE:
-                raise BackendError(f"DCGM session lost: {_one_line(exc)}") from exc
-            raise BackendError(f"DCGM read failed: {_one_line(exc)}") from exc
+                raise BackendError(f"DCGM session lost: {one_line(exc)}") from exc
+            raise BackendError(f"DCGM read failed: {one_line(exc)}") from exc
         readings = []
         for gpu in self._gpus:
             if gpu.gpu_id in unsettled:
@@ -446,10 +431,11 @@ class DcgmBackend:
             reading = self._gpu_reading(gpu, gpu_values, slice_values, errors)
             if reading is not None:
                 readings.append(reading)
-        errors.seconds["dcgm"] = self._clock() - started - errors.seconds.get("energy", 0.0)
+        spent = time.perf_counter() - timer
+        errors.seconds["dcgm"] = spent - errors.seconds.get("energy", 0.0)
         return BackendReading(tuple(readings), self._driver, self._statuses(errors, with_energy))
 
-    def _read_values(self, errors: _Errors) -> tuple[_Values, _Values, set[int]]:
+    def _read_values(self, errors: CycleErrors) -> tuple[_Values, _Values, set[int]]:
         """Latest values of GPUs and of instances, re-enumerating once if the layout moved.
 
         Returns:
@@ -489,10 +475,10 @@ class DcgmBackend:
             return gpu_values, slice_values, unsettled
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _read_energy(self, errors: _Errors) -> None:
+    def _read_energy(self, errors: CycleErrors) -> None:
         """The energy counter of every GPU (board-level), into ``energy_joules``."""
         s = self._bindings().structs
-        started = self._clock()
+        started = time.perf_counter()
         try:
             values = self._latest([(_FE_GPU, g.gpu_id) for g in self._gpus], (_F_ENERGY,), 0)
         except s.DCGMError as exc:
@@ -501,7 +487,7 @@ class DcgmBackend:
             errors.note("energy", f"energy: {exc}")
             return
         finally:
-            errors.seconds["energy"] = self._clock() - started
+            errors.seconds["energy"] = time.perf_counter() - started
         for gpu in self._gpus:
             own = values.get((_FE_GPU, gpu.gpu_id), {})
             energy_mj = self._value(errors, "energy", f"GPU {gpu.index}", own, _F_ENERGY)
@@ -509,7 +495,7 @@ class DcgmBackend:
                 gpu.energy_joules = energy_mj / 1000.0
 
     def _gpu_reading(
-        self, gpu: _Gpu, gpu_values: _Values, slice_values: _Values, errors: _Errors
+        self, gpu: _Gpu, gpu_values: _Values, slice_values: _Values, errors: CycleErrors
     ) -> GpuReading | None:
         own = gpu_values.get((_FE_GPU, gpu.gpu_id), {})
         where = f"GPU {gpu.index}"
@@ -544,7 +530,7 @@ class DcgmBackend:
         )
 
     def _slice_reading(
-        self, gpu: _Gpu, inst: _Instance, values: dict[int, tuple[int, Any]], errors: _Errors
+        self, gpu: _Gpu, inst: _Instance, values: dict[int, tuple[int, Any]], errors: CycleErrors
     ) -> MigReading:
         where = f"GPU {gpu.index} GI {inst.gi_id}"
         used, total = self._memory(errors, where, values)
@@ -565,7 +551,7 @@ class DcgmBackend:
         )
 
     def _memory(
-        self, errors: _Errors, where: str, values: dict[int, tuple[int, Any]]
+        self, errors: CycleErrors, where: str, values: dict[int, tuple[int, Any]]
     ) -> tuple[int | None, int | None]:
         used = self._value(errors, "dcgm", where, values, _F_FB_USED)
         free = self._value(errors, "dcgm", where, values, _F_FB_FREE)
@@ -578,7 +564,7 @@ class DcgmBackend:
         )
 
     def _activity(
-        self, errors: _Errors, where: str, values: dict[int, tuple[int, Any]]
+        self, errors: CycleErrors, where: str, values: dict[int, tuple[int, Any]]
     ) -> Activity | None:
         ratios: dict[str, float | None] = {}
         for attr, fid in _ACTIVITY_FIELDS:
@@ -590,7 +576,7 @@ class DcgmBackend:
 
     def _value(
         self,
-        errors: _Errors,
+        errors: CycleErrors,
         collector: str,
         where: str,
         values: dict[int, tuple[int, Any]],
@@ -610,7 +596,7 @@ class DcgmBackend:
 
     # -- enumeration -----------------------------------------------------------------------
 
-    def _enumerate(self, errors: _Errors) -> None:
+    def _enumerate(self, errors: CycleErrors) -> None:
         """Re-read GPUs and the GPU-instance hierarchy; re-watch if the entities changed."""
         agent = self._bindings().agent
         handle = self._handle
@@ -647,7 +633,9 @@ class DcgmBackend:
             self._watched_layout = layout
         self._enumerated_at = self._clock()
 
-    def _identity(self, errors: _Errors, gpu_ids: Sequence[int], gi_entries: list[Any]) -> _Values:
+    def _identity(
+        self, errors: CycleErrors, gpu_ids: Sequence[int], gi_entries: list[Any]
+    ) -> _Values:
         """Static identity fields read live: NVML index of GPUs, profile name and UUID of GIs."""
         s = self._bindings().structs
         values: _Values = {}
@@ -825,38 +813,13 @@ class DcgmBackend:
 
     def _status_text(self, status: int) -> str:
         try:
-            return _one_line(self._bindings().structs.DCGMError(status))
+            return one_line(self._bindings().structs.DCGMError(status))
         except Exception:
             return f"DCGM status {status}"
 
-    def _statuses(self, errors: _Errors, with_energy: bool) -> tuple[CollectorStatus, ...]:
-        now = time.time()
-        out = []
-        for name in ["dcgm"] + (["energy"] if with_energy else []):
-            error = errors.first.get(name)
-            if error is None:
-                self._last_success[name] = now
-            # One log line per change of state, not one per cycle of a lasting fault.
-            if error != self._last_error.get(name):
-                if error is None:
-                    log.info("%s collector recovered", name)
-                else:
-                    log.warning("%s collector failing: %s", name, error)
-                self._last_error[name] = error
-            out.append(
-                CollectorStatus(
-                    name=name,
-                    success=error is None,
-                    duration_seconds=errors.seconds.get(name, 0.0),
-                    last_success=self._last_success.get(name),
-                    error=error,
-                )
-            )
-        if with_energy:
-            self._energy_status = out[-1]
-        elif self._energy_status is not None:
-            out.append(self._energy_status)
-        return tuple(out)
+    def _statuses(self, errors: CycleErrors, with_energy: bool) -> tuple[CollectorStatus, ...]:
+        collectors = [("dcgm", self.name)]
+        return self._book.statuses(errors, collectors, energy="energy" if with_energy else None)
 
 
 def _text(value: Any) -> str:

@@ -35,6 +35,7 @@ from migscope.core.catalogue import (
     normalise_profile_name,
 )
 from migscope.exporter.backends.base import BackendError, BackendReading
+from migscope.exporter.backends.status import CycleErrors, StatusBook
 from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading
 
 __all__ = ["NvmlBackend"]
@@ -130,17 +131,6 @@ class _Gpu:
     energy_joules: float | None = None
 
 
-@dataclass
-class _Errors:
-    """First error of each collector in this cycle, and how long each took."""
-
-    first: dict[str, str] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def note(self, collector: str, message: str) -> None:
-        self.first.setdefault(collector, message)
-
-
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
@@ -183,9 +173,7 @@ class NvmlBackend:
         self._gpus: list[_Gpu] = []
         self._enumerated_at: float | None = None
         self._driver = ""
-        self._last_success: dict[str, float] = {}
-        self._last_error: dict[str, str | None] = {}
-        self._energy_status: CollectorStatus | None = None
+        self._book = StatusBook(log)
         self._broken: dict[int, str] = {}
         """GPUs that failed (lost, cannot enumerate): index -> error, repeated every cycle
         until an enumeration finds them healthy, so the collector stays failed meanwhile."""
@@ -223,8 +211,9 @@ class NvmlBackend:
         """Read every GPU once; see the module docstring for what is cached and why."""
         if not self._open:
             self.open()
-        errors = _Errors()
+        errors = CycleErrors()
         started = self._clock()
+        timer = time.perf_counter()  # durations in real seconds, whatever the injected clock
         try:
             if self._enumerated_at is None or started - self._enumerated_at >= self._interval:
                 self._enumerate(errors)
@@ -243,11 +232,14 @@ class NvmlBackend:
                 raise BackendError(f"NVML session lost: {exc}") from exc
             self._enumerated_at = None
             raise BackendError(f"NVML: {exc}") from exc
-        errors.seconds["nvml"] = self._clock() - started - errors.seconds.get("gpm", 0.0)
+        spent = time.perf_counter() - timer
+        errors.seconds["nvml"] = (
+            spent - errors.seconds.get("gpm", 0.0) - errors.seconds.get("energy", 0.0)
+        )
         return BackendReading(tuple(readings), self._driver, self._statuses(errors, with_energy))
 
     def _read_gpu_retrying(
-        self, gpu: _Gpu, errors: _Errors, *, with_energy: bool
+        self, gpu: _Gpu, errors: CycleErrors, *, with_energy: bool
     ) -> GpuReading | None:
         """Read one GPU; on a stale layout re-enumerate it once and read again."""
         for attempt in (1, 2):
@@ -270,7 +262,7 @@ class NvmlBackend:
                 return None
         return None  # pragma: no cover - the loop always returns
 
-    def _read_gpu(self, gpu: _Gpu, errors: _Errors, *, with_energy: bool) -> GpuReading:
+    def _read_gpu(self, gpu: _Gpu, errors: CycleErrors, *, with_energy: bool) -> GpuReading:
         h = gpu.handle
         power_mw = self._value(errors, "nvml", gpu, lambda: self._nvml.nvmlDeviceGetPowerUsage(h))
         memory = self._value(
@@ -280,11 +272,11 @@ class NvmlBackend:
             lambda: self._nvml.nvmlDeviceGetMemoryInfo(h, version=self._nvml.nvmlMemory_v2),
         )
         if with_energy:
-            t0 = self._clock()
+            t0 = time.perf_counter()
             energy_mj = self._value(
                 errors, "energy", gpu, lambda: self._nvml.nvmlDeviceGetTotalEnergyConsumption(h)
             )
-            errors.seconds["energy"] = errors.seconds.get("energy", 0.0) + self._clock() - t0
+            errors.add_time("energy", time.perf_counter() - t0)
             if energy_mj is not None:
                 gpu.energy_joules = energy_mj / 1000.0
         activity = None
@@ -309,7 +301,7 @@ class NvmlBackend:
             instances=slices,
         )
 
-    def _read_slice(self, gpu: _Gpu, s: _Slice, errors: _Errors) -> MigReading:
+    def _read_slice(self, gpu: _Gpu, s: _Slice, errors: CycleErrors) -> MigReading:
         memory = self._slice_value(
             errors,
             gpu,
@@ -337,7 +329,7 @@ class NvmlBackend:
 
     # -- GPM ---------------------------------------------------------------------------------
 
-    def _gpm(self, gpu: _Gpu, errors: _Errors, s: _Slice | None) -> Activity | None:
+    def _gpm(self, gpu: _Gpu, errors: CycleErrors, s: _Slice | None) -> Activity | None:
         """Activity over the last completed GPM window (None until the first one closes).
 
         Within a window the previous value is returned without touching NVML; at its end one
@@ -345,6 +337,7 @@ class NvmlBackend:
         """
         nvml = self._nvml
         t0 = self._clock()
+        timer = time.perf_counter()
         try:
             owner: _Gpu | _Slice = gpu if s is None else s
             if owner.gpm is None:
@@ -372,9 +365,9 @@ class NvmlBackend:
             pair.swap(t0)
             return pair.activity
         finally:
-            errors.seconds["gpm"] = errors.seconds.get("gpm", 0.0) + self._clock() - t0
+            errors.add_time("gpm", time.perf_counter() - timer)
 
-    def _gpm_metrics(self, pair: _GpmPair, gpu: _Gpu, errors: _Errors) -> Activity | None:
+    def _gpm_metrics(self, pair: _GpmPair, gpu: _Gpu, errors: CycleErrors) -> Activity | None:
         nvml = self._nvml
         request = nvml.c_nvmlGpmMetricsGet_t()
         request.version = nvml.NVML_GPM_METRICS_GET_VERSION
@@ -398,7 +391,7 @@ class NvmlBackend:
 
     # -- enumeration -------------------------------------------------------------------------
 
-    def _enumerate(self, errors: _Errors) -> None:
+    def _enumerate(self, errors: CycleErrors) -> None:
         """Rebuild the GPU and slice list, keeping GPM baselines of slices that remain."""
         old = {gpu.uuid: gpu for gpu in self._gpus}
         count = self._call(self._nvml.nvmlDeviceGetCount)
@@ -420,7 +413,7 @@ class NvmlBackend:
         self._gpus = fresh
         self._enumerated_at = self._clock()
 
-    def _refresh_gpu(self, gpu: _Gpu, errors: _Errors) -> _Gpu | None:
+    def _refresh_gpu(self, gpu: _Gpu, errors: CycleErrors) -> _Gpu | None:
         """Re-enumerate one GPU after a stale handle; replace it in the list."""
         try:
             fresh = self._enumerate_gpu(gpu.index, {gpu.uuid: gpu})
@@ -563,7 +556,9 @@ class NvmlBackend:
         self.calls += 1
         return fn(*args, **kwargs)
 
-    def _value(self, errors: _Errors, collector: str, gpu: _Gpu, fn: Callable[[], T]) -> T | None:
+    def _value(
+        self, errors: CycleErrors, collector: str, gpu: _Gpu, fn: Callable[[], T]
+    ) -> T | None:
         """A GPU-level value, or None when NVML does not offer it; lost GPUs propagate."""
         try:
             return self._call(fn)
@@ -577,7 +572,7 @@ class NvmlBackend:
                 errors.note(collector, f"GPU {gpu.index}: {exc}")
             return None
 
-    def _slice_value(self, errors: _Errors, gpu: _Gpu, fn: Callable[[], T]) -> T | None:
+    def _slice_value(self, errors: CycleErrors, gpu: _Gpu, fn: Callable[[], T]) -> T | None:
         """A value read through a MIG handle: a stale handle means the layout changed."""
         try:
             return self._call(fn)
@@ -604,34 +599,7 @@ class NvmlBackend:
                 owner.gpm.free()
                 owner.gpm = None
 
-    def _statuses(self, errors: _Errors, with_energy: bool) -> tuple[CollectorStatus, ...]:
-        now = time.time()
-        out = []
-        names = ["nvml", "gpm"] + (["energy"] if with_energy else [])
-        for key in names:
-            # The main collector carries the backend's name ("nvml", or "sim" on the simulator).
-            name = self.name if key == "nvml" else key
-            error = errors.first.get(key)
-            if error is None:
-                self._last_success[name] = now
-            # One log line per change of state, not one per cycle of a lasting fault.
-            if error != self._last_error.get(name):
-                if error is None:
-                    log.info("%s collector recovered", name)
-                else:
-                    log.warning("%s collector failing: %s", name, error)
-                self._last_error[name] = error
-            out.append(
-                CollectorStatus(
-                    name=name,
-                    success=error is None,
-                    duration_seconds=errors.seconds.get(name, 0.0),
-                    last_success=self._last_success.get(name),
-                    error=error,
-                )
-            )
-        if with_energy:
-            self._energy_status = out[-1]
-        elif self._energy_status is not None:
-            out.append(self._energy_status)
-        return tuple(out)
+    def _statuses(self, errors: CycleErrors, with_energy: bool) -> tuple[CollectorStatus, ...]:
+        # The main collector carries the backend's name ("nvml", or "sim" on the simulator).
+        collectors = [("nvml", self.name), ("gpm", "gpm")]
+        return self._book.statuses(errors, collectors, energy="energy" if with_energy else None)
