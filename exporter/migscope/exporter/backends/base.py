@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
+from migscope.core.catalogue import GpuModel
 from migscope.exporter.model import CollectorStatus, GpuReading
 
-__all__ = ["Backend", "BackendError", "BackendReading"]
+__all__ = ["Backend", "BackendError", "BackendReading", "GpuIdentity"]
 
 
 class BackendError(RuntimeError):
@@ -54,3 +55,36 @@ class Backend(Protocol):
 
     def close(self) -> None:
         """End the session and free what it holds; safe to call twice."""
+
+
+@dataclass
+class GpuIdentity:
+    """What a backend knows of a GPU between cycles, and how it becomes a reading.
+
+    Backends subclass this for their per-GPU state (handles, entity ids), so the mapping to a
+    :class:`GpuReading` — names, catalogue model, slice capacity when MIG is on — is one code.
+    """
+
+    index: int
+    uuid: str
+    name: str
+    pci_bus_id: str
+    pci_device_id: str
+    model: GpuModel | None
+    mig_enabled: bool
+
+    def reading(self, **values: Any) -> GpuReading:
+        """This GPU's reading with the sampled ``values`` (power, memory, instances, ...)."""
+        capacity = self.model if self.mig_enabled else None
+        return GpuReading(
+            index=self.index,
+            uuid=self.uuid,
+            name=self.name,
+            model=self.model.key if self.model else None,
+            pci_bus_id=self.pci_bus_id,
+            pci_device_id=self.pci_device_id,
+            mig_enabled=self.mig_enabled,
+            compute_slices=capacity.compute_slices if capacity else None,
+            memory_slices=capacity.memory_slices if capacity else None,
+            **values,
+        )

@@ -61,7 +61,7 @@ from migscope.core.catalogue import (
     find_model,
     normalise_profile_name,
 )
-from migscope.exporter.backends.base import BackendError, BackendReading
+from migscope.exporter.backends.base import BackendError, BackendReading, GpuIdentity
 from migscope.exporter.backends.status import CycleErrors, StatusBook, one_line
 from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading
 
@@ -242,15 +242,8 @@ class _Instance:
 
 
 @dataclass
-class _Gpu:
+class _Gpu(GpuIdentity):
     gpu_id: int
-    index: int
-    uuid: str
-    name: str
-    pci_bus_id: str
-    pci_device_id: str
-    model: GpuModel | None
-    mig_enabled: bool
     instances: list[_Instance] = field(default_factory=list)
     energy_joules: float | None = None
 
@@ -510,16 +503,7 @@ class DcgmBackend:
             )
             for inst in gpu.instances
         )
-        return GpuReading(
-            index=gpu.index,
-            uuid=gpu.uuid,
-            name=gpu.name,
-            model=gpu.model.key if gpu.model else None,
-            pci_bus_id=gpu.pci_bus_id,
-            pci_device_id=gpu.pci_device_id,
-            mig_enabled=gpu.mig_enabled,
-            compute_slices=gpu.model.compute_slices if gpu.model and gpu.mig_enabled else None,
-            memory_slices=gpu.model.memory_slices if gpu.model and gpu.mig_enabled else None,
+        return gpu.reading(
             power_watts=None if power is None else float(power),
             energy_joules=gpu.energy_joules,
             memory_used_bytes=used,

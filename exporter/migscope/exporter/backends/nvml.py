@@ -34,7 +34,7 @@ from migscope.core.catalogue import (
     find_model,
     normalise_profile_name,
 )
-from migscope.exporter.backends.base import BackendError, BackendReading
+from migscope.exporter.backends.base import BackendError, BackendReading, GpuIdentity
 from migscope.exporter.backends.status import CycleErrors, StatusBook
 from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading
 
@@ -116,15 +116,8 @@ class _Slice:
 
 
 @dataclass
-class _Gpu:
-    index: int
+class _Gpu(GpuIdentity):
     handle: Any
-    uuid: str
-    name: str
-    pci_bus_id: str
-    pci_device_id: str
-    model: GpuModel | None
-    mig_enabled: bool
     gpm_supported: bool
     slices: list[_Slice] = field(default_factory=list)
     gpm: _GpmPair | None = None
@@ -283,16 +276,7 @@ class NvmlBackend:
         if not gpu.mig_enabled and gpu.gpm_supported:
             activity = self._gpm(gpu, errors, None)
         slices = tuple(self._read_slice(gpu, s, errors) for s in gpu.slices)
-        return GpuReading(
-            index=gpu.index,
-            uuid=gpu.uuid,
-            name=gpu.name,
-            model=gpu.model.key if gpu.model else None,
-            pci_bus_id=gpu.pci_bus_id,
-            pci_device_id=gpu.pci_device_id,
-            mig_enabled=gpu.mig_enabled,
-            compute_slices=gpu.model.compute_slices if gpu.model and gpu.mig_enabled else None,
-            memory_slices=gpu.model.memory_slices if gpu.model and gpu.mig_enabled else None,
+        return gpu.reading(
             power_watts=None if power_mw is None else power_mw / 1000.0,
             energy_joules=gpu.energy_joules,
             memory_used_bytes=None if memory is None else int(memory.used),
