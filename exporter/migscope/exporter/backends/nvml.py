@@ -167,6 +167,7 @@ class NvmlBackend:
         self._enumerated_at: float | None = None
         self._driver = ""
         self._book = StatusBook(log)
+        self._cycle_started = 0.0
         self._broken: dict[int, str] = {}
         """GPUs that failed (lost, cannot enumerate): index -> error, repeated every cycle
         until an enumeration finds them healthy, so the collector stays failed meanwhile."""
@@ -205,7 +206,7 @@ class NvmlBackend:
         if not self._open:
             self.open()
         errors = CycleErrors()
-        started = self._clock()
+        started = self._cycle_started = self._clock()
         timer = time.perf_counter()  # durations in real seconds, whatever the injected clock
         try:
             if self._enumerated_at is None or started - self._enumerated_at >= self._interval:
@@ -319,16 +320,16 @@ class NvmlBackend:
         Within a window the previous value is returned without touching NVML; at its end one
         new sample is taken and the metrics are computed against the window's first sample.
         """
+        owner: _Gpu | _Slice = gpu if s is None else s
+        pair = owner.gpm
+        t0 = self._cycle_started
+        if pair is not None and pair.primed and t0 - pair.taken_at < self._gpm_interval:
+            return pair.activity  # inside the window: no NVML call, nothing to time
         nvml = self._nvml
-        t0 = self._clock()
         timer = time.perf_counter()
         try:
-            owner: _Gpu | _Slice = gpu if s is None else s
-            if owner.gpm is None:
-                owner.gpm = _GpmPair(nvml, self._call)
-            pair = owner.gpm
-            if pair.primed and t0 - pair.taken_at < self._gpm_interval:
-                return pair.activity
+            if pair is None:
+                pair = owner.gpm = _GpmPair(nvml, self._call)
             try:
                 if s is None:
                     self._call(nvml.nvmlGpmSampleGet, gpu.handle, pair.current)
