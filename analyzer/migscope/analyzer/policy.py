@@ -1,0 +1,372 @@
+"""The classification policy: every threshold the classifier uses, in one documented file.
+
+What counts as "idle" is a site decision (a 5 % p95 may be idle for a training cluster and
+normal for an inference fleet), so the numbers live in a YAML file rather than in code. The
+packaged ``policy-default.yaml`` holds the defaults with comments; ``docs/classification.md``
+explains each key. A user's file may set only the keys it changes: each field defaults to the
+packaged value (a test keeps the two equal).
+
+A policy is read strictly, because a typo in a threshold silently falls back to a default and
+changes every verdict: unknown keys, duplicate keys, strings or booleans where numbers belong,
+ratios outside 0..1 and contradictory thresholds (idle above saturated) are errors, reported
+as one line naming the file, the line and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeAlias
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+from yaml.constructor import SafeConstructor
+
+__all__ = [
+    "AllocatedPolicy",
+    "ConfidencePolicy",
+    "IdlePolicy",
+    "OversizedPolicy",
+    "Policy",
+    "PolicyError",
+    "SaturatedPolicy",
+    "default_policy",
+    "load_policy",
+    "parse_policy",
+]
+
+DEFAULT_POLICY_FILE = "policy-default.yaml"
+
+Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
+Factor = Annotated[float, Field(gt=0.0, le=1.0)]
+Loc: TypeAlias = tuple[str | int, ...]
+
+_STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+_CONSTRUCTOR = SafeConstructor()
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message is ``FILE:LINE: key: what``.
+
+    Attributes:
+        source: The file (or the name given to a text).
+        line: 1-based line of the problem, or None.
+        reason: What is wrong, without the place.
+    """
+
+    def __init__(self, reason: str, *, source: str, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {reason}")
+
+
+class AllocatedPolicy(BaseModel):
+    """When a slice counts as held by a pod."""
+
+    model_config = _STRICT
+    min_fraction: Ratio = 0.10
+    """Least share of the observed window a pod must hold the slice; below: unallocated."""
+
+
+class IdlePolicy(BaseModel):
+    """When a held slice counts as unused. Both conditions must hold (where known)."""
+
+    model_config = _STRICT
+    activity_p95_below: Ratio = 0.05
+    """p95 graphics-engine activity below this ..."""
+    memory_p95_below: Ratio = 0.10
+    """... and p95 memory use below this share of the slice's memory."""
+
+
+class SaturatedPolicy(BaseModel):
+    """When a slice is the bottleneck. Either condition is enough."""
+
+    model_config = _STRICT
+    activity_p95_above: Ratio = 0.90
+    """p95 activity above this, or ..."""
+    memory_peak_above: Ratio = 0.95
+    """... peak memory above this share of the slice's memory."""
+
+
+class OversizedPolicy(BaseModel):
+    """The headroom a smaller profile must leave for the slice to move onto it."""
+
+    model_config = _STRICT
+    activity_p95_at_most: Ratio = 0.70
+    """p95 activity scaled to the smaller profile's compute slices must stay at or below this."""
+    memory_peak_at_most: Ratio = 0.80
+    """Peak memory must stay at or below this share of the smaller profile's memory."""
+
+
+class ConfidencePolicy(BaseModel):
+    """How much missing data lowers confidence."""
+
+    model_config = _STRICT
+    full_coverage: Annotated[float, Field(gt=0.0, le=1.0)] = 0.80
+    """Coverage from which on coverage does not lower confidence (proportional below)."""
+    activity_unknown_factor: Factor = 0.50
+    """Multiplier when no activity series exists and memory alone decides."""
+    memory_unknown_factor: Factor = 0.70
+    """Multiplier when no memory series exists and activity alone decides."""
+    unattributed_use_factor: Factor = 0.60
+    """Multiplier when a slice is used although no pod held it (attribution may be broken)."""
+
+
+class Policy(BaseModel):
+    """All classification thresholds. ``Policy()`` is the packaged default policy."""
+
+    model_config = _STRICT
+    version: Literal[1] = 1
+    allocated: AllocatedPolicy = AllocatedPolicy()
+    idle: IdlePolicy = IdlePolicy()
+    saturated: SaturatedPolicy = SaturatedPolicy()
+    oversized: OversizedPolicy = OversizedPolicy()
+    confidence: ConfidencePolicy = ConfidencePolicy()
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _no_boolean_version(cls, value: object) -> object:
+        """YAML's ``true`` equals 1 in Python; a version is a number, not a flag."""
+        if isinstance(value, bool):
+            raise PydanticCustomError("literal_error", "Input should be 1")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        """Reject thresholds that make statuses overlap or suggestions self-defeating."""
+        checks = (
+            (
+                self.idle.activity_p95_below < self.saturated.activity_p95_above,
+                "idle.activity_p95_below",
+                "must be below saturated.activity_p95_above",
+            ),
+            (
+                self.idle.memory_p95_below < self.saturated.memory_peak_above,
+                "idle.memory_p95_below",
+                "must be below saturated.memory_peak_above",
+            ),
+            (
+                self.oversized.activity_p95_at_most <= self.saturated.activity_p95_above,
+                "oversized.activity_p95_at_most",
+                "must not exceed saturated.activity_p95_above (a suggested profile would be "
+                "saturated)",
+            ),
+            (
+                self.oversized.memory_peak_at_most <= self.saturated.memory_peak_above,
+                "oversized.memory_peak_at_most",
+                "must not exceed saturated.memory_peak_above (a suggested profile would be "
+                "saturated)",
+            ),
+        )
+        for ok, key, message in checks:
+            if not ok:
+                raise PydanticCustomError(
+                    "policy", "{key}: {message}", {"key": key, "message": message}
+                )
+        return self
+
+    def thresholds(self) -> dict[str, float]:
+        """Every threshold as ``{"section.key": value}``, the form evidence quotes them in."""
+        out: dict[str, float] = {}
+        for section, model in self:
+            if isinstance(model, BaseModel):
+                for name, value in model:
+                    out[f"{section}.{name}"] = float(value)
+        return out
+
+
+@cache
+def default_policy() -> Policy:
+    """The packaged ``policy-default.yaml``, read once."""
+    text = resources.files(__package__).joinpath(DEFAULT_POLICY_FILE).read_text("utf-8")
+    return parse_policy(text, source=DEFAULT_POLICY_FILE)
+
+
+def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
+    """Read a policy file, or the packaged default when ``path`` is None.
+
+    Raises:
+        PolicyError: the file cannot be read or is not a valid policy.
+    """
+    if path is None:
+        return default_policy()
+    source = os.fspath(path)
+    try:
+        text = Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(exc.strerror or str(exc), source=source) from None
+    except UnicodeDecodeError as exc:
+        raise PolicyError(f"not UTF-8 text ({exc.reason})", source=source) from None
+    return parse_policy(text, source=source)
+
+
+def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
+    """Read a policy from YAML text.
+
+    Args:
+        text: The YAML.
+        source: File name for error messages.
+
+    Raises:
+        PolicyError: YAML syntax, a duplicate or unknown key, a wrong type or range, or
+            inconsistent thresholds; the first problem, with its line.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, source) from None
+    if root is None:
+        return Policy()
+    lines: dict[Loc, int] = {}
+    data = _build(root, (), lines, source)
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        errors = sorted(
+            (_describe(err, lines) for err in exc.errors()),
+            key=lambda p: (p[0] is None, p[0] or 0),
+        )
+        line, message = errors[0]
+        more = len(errors) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        raise PolicyError(message, source=source, line=line) from None
+
+
+def _yaml_error(exc: yaml.YAMLError, source: str) -> PolicyError:
+    """PyYAML's multi-line error as one line with its line number."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "invalid YAML"
+        line = mark.line + 1 if mark is not None else None
+        return PolicyError(f"YAML syntax error: {what}", source=source, line=line)
+    return PolicyError(f"YAML syntax error: {' '.join(str(exc).split())}", source=source)
+
+
+def _build(node: yaml.Node, path: Loc, lines: dict[Loc, int], source: str) -> Any:
+    """Plain data from a composed YAML node, recording the line of every key.
+
+    Composing instead of loading keeps line numbers and lets duplicate keys be caught
+    (``yaml.safe_load`` keeps the last one silently).
+    """
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise PolicyError(
+                    f"{_where(path) or 'the top level'}: keys must be plain names",
+                    source=source,
+                    line=line,
+                )
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in result:
+                raise PolicyError(
+                    f"{_where(child)}: duplicate key (first at line {lines[child]})",
+                    source=source,
+                    line=line,
+                )
+            lines[child] = line
+            result[key] = _build(value_node, child, lines, source)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(item, (*path, i), lines, source) for i, item in enumerate(node.value)]
+    return _CONSTRUCTOR.construct_object(node, deep=True)
+
+
+def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, str]:
+    """One pydantic error as ``(line, "key: what")``."""
+    loc: Loc = tuple(err["loc"])
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    value = err.get("input")
+    if kind == "policy":
+        key = str(ctx["key"])
+        loc = tuple(key.split("."))
+        return _line_for(loc, lines), f"{key}: {ctx['message']}"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed(loc[:-1]))
+        message = f"unknown key (allowed here: {allowed})"
+    elif kind in ("float_type", "float_parsing"):
+        message = f"must be a number, got {_kind(value)}"
+    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        low = "above 0" if loc[-1] in _POSITIVE else "at least 0"
+        message = f"must be a ratio {low} and at most 1, got {value!r}"
+    elif kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = f"must be a mapping of keys, got {_kind(value)}"
+    elif kind == "literal_error":
+        message = f"must be 1 (the only policy version), got {_kind(value)}"
+    else:
+        message = f"invalid value {_kind(value)} ({err['msg']})"
+    return _line_for(loc, lines), f"{_where(loc) or 'the top level'}: {message}"
+
+
+_POSITIVE = frozenset(
+    {"full_coverage", "activity_unknown_factor", "memory_unknown_factor", "unattributed_use_factor"}
+)
+
+
+def _allowed(section: Loc) -> list[str]:
+    """The keys the policy allows at ``section``."""
+    model: type[BaseModel] = Policy
+    for part in section:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return list(model.model_fields)
+
+
+def _line_for(loc: Loc, lines: Mapping[Loc, int]) -> int | None:
+    """The line of ``loc``, or of its nearest ancestor written in the file."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def _where(loc: Loc) -> str:
+    """``idle.activity_p95_below``; list positions as ``[0]``."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def _kind(value: object) -> str:
+    """Describe a wrong value by what YAML made of it."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
