@@ -638,3 +638,11 @@ def test_configs_built_from_valid_layouts_round_trip_and_check(
             # Unfiltered, it may not fit another model with the same names, but never its own.
             assert not any(f" on {model.key}: " in e for e in report[name].errors)
         assert check_config(config, gpu=model)[name].errors == ()
+
+
+def test_a_config_name_ending_in_a_newline_is_quoted_on_emit() -> None:
+    """Regression (found by hypothesis): ``$`` in the plain-name regex also matched before a
+    trailing newline, so ``"A\\n"`` was written unquoted and the YAML broke."""
+    entry = entry_for_layout(Layout.of(H200, {"1g.18gb": 1}))
+    config = MigPartedConfig.of({"A\n": [entry]})
+    assert parse_config(emit_config(config)) == config

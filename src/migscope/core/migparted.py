@@ -536,7 +536,7 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
 
 def _key_text(name: str) -> str:
     """A config name, plain where every YAML 1.1 reader takes it as that string."""
-    if _PLAIN_NAME.match(name) is None or name.lower() in _YAML11_WORDS:
+    if _PLAIN_NAME.fullmatch(name) is None or name.lower() in _YAML11_WORDS:
         return _quote(name)
     node = yaml.compose(name, Loader=yaml.SafeLoader)
     return name if node is not None and node.tag == _STR_TAG else _quote(name)
