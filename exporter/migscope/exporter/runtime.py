@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from migscope.exporter.backends.base import Backend, BackendError
+from migscope.exporter.backends.base import Backend
 from migscope.exporter.backends.nvml import NvmlBackend
 from migscope.exporter.collector import Owner, SnapshotCollector
 from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
@@ -59,7 +59,12 @@ class Exporter:
     """The :class:`migscope.sim.Simulation` behind the sim backend (None otherwise)."""
 
     def health(self) -> tuple[bool, str]:
-        """Healthy when a recent snapshot exists and the backend could be read."""
+        """Healthy while sampling goes on and the backend answers at all.
+
+        One lost GPU or a failing kubelet is a metric (``migscope_collector_success``), not a
+        reason for Kubernetes to restart the exporter; a sampler that stopped, or a backend
+        that reads no GPU at all (driver gone), is.
+        """
         snap = self.sampler.latest()
         if snap is None:
             return False, "no sample yet"
@@ -67,9 +72,9 @@ class Exporter:
         limit = 3 * self.settings.interval + 5.0
         if self.advance is None and age > limit:
             return False, f"last sample is {age:.0f} s old"
-        failed = [c.name for c in snap.collectors if not c.success and c.name == self.backend.name]
-        if failed:
-            return False, f"backend {self.backend.name} failing"
+        down = any(not c.success and c.name == self.backend.name for c in snap.collectors)
+        if down and not snap.gpus:
+            return False, f"backend {self.backend.name} reads no GPU"
         return True, "ok"
 
     def start(self) -> None:
@@ -274,5 +279,3 @@ def serve(settings: ExporterSettings) -> int:
         exporter.stop()
     return 0
 
-
-__all__ += ["BackendError"]
