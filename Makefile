@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint typecheck layers unit system-deps clean
 
 demo: $(STAMP)
-	$(BIN)/migscope catalog H200-141GB --layouts --maximal
+	$(BIN)/migscope demo
 
 test: system-deps $(STAMP) lint typecheck layers unit
 

@@ -278,4 +278,3 @@ def serve(settings: ExporterSettings) -> int:
     finally:
         exporter.stop()
     return 0
-

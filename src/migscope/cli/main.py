@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from migscope.cli import catalog_cmd, config_cmd, exporter_cmd
+from migscope.cli import analyze_cmd, catalog_cmd, config_cmd, demo_cmd, exporter_cmd
 
 __all__ = ["cli", "main"]
 
@@ -31,6 +31,8 @@ def cli(verbose: int) -> None:
 cli.add_command(catalog_cmd.catalog)
 cli.add_command(config_cmd.validate_config)
 cli.add_command(exporter_cmd.exporter)
+cli.add_command(analyze_cmd.analyze_command)
+cli.add_command(demo_cmd.demo)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,709 @@
+"""The analysis pipeline: slices in, verdicts, a plan per pool and the savings out.
+
+``analyze`` strings the decision modules together in the order the design gives:
+
+1. window statistics per slice (:mod:`~migscope.analyzer.stats`), unless the source already
+   computed them (the Prometheus source does, in PromQL);
+2. a verdict per slice (:func:`~migscope.analyzer.classify.classify`);
+3. pools: GPUs grouped by catalogue model (:func:`~migscope.analyzer.demand.pool_key`);
+4. each GPU as it is *now*: its current instances at their placements, and which are in use;
+5. demand per pool (:func:`~migscope.analyzer.demand.pool_demand`);
+6. a plan per pool (:func:`~migscope.analyzer.plan.plan_layouts`, exact, time-limited);
+7. savings: slices and whole GPUs freed, GPU-hours over the window, money when priced, and
+   the idle GPU-hours per namespace (who holds what they do not use).
+
+Which slices are *current*: a re-partition during the window ends some instances and starts
+others, and both have history. Per GPU the slices seen last win, and an older slice whose
+placement overlaps one already taken is history only: it is reported, never planned.
+
+What *in use* means for the planner (instances it must keep exactly where they are): held by
+a pod, not idle, and already the right size. A held slice whose verdict says it should be
+another size (oversized, saturated) is expected to move: demand counts it at its right
+size, the plan may replace its instance, and the node's recommendation is then marked
+disruptive because a pod must be moved (``keep_mis_sized=True`` pins those too, at their
+current size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from migscope.analyzer.classify import Classification, Status, classify
+from migscope.analyzer.demand import (
+    DEFAULT_HEADROOM,
+    PoolDemand,
+    PoolSelector,
+    is_held,
+    pool_demand,
+    pool_key,
+)
+from migscope.analyzer.model import JsonValue, SliceStats
+from migscope.analyzer.plan import (
+    GpuState,
+    Instance,
+    LowerBound,
+    Plan,
+    Weights,
+    lower_bound,
+    plan_layouts,
+)
+from migscope.analyzer.policy import Policy, default_policy
+from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, slice_stats
+from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
+from migscope.core.migparted import MigPartedConfig, merge_configs
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AnalysisResult",
+    "Objective",
+    "PoolResult",
+    "SliceResult",
+    "analyze",
+]
+
+SCHEMA_VERSION = 1
+"""Version of :meth:`AnalysisResult.to_json`'s schema (docs/report-schema.md)."""
+
+Progress = Callable[[str], None]
+Objective = Literal["consolidate", "minimal-change"]
+"""What the plan optimises after covering demand (see :func:`analyze`)."""
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """One slice with its verdict and the part it plays in the plan.
+
+    Attributes:
+        stats: Window statistics.
+        verdict: The classification.
+        current: Exists at the end of the window (False: a re-partition removed it).
+        held: A pod held it for at least the policy's allocated fraction.
+        in_use: Pinned for the planner (held, busy and right-sized; see the module doc).
+        demand_profile: The profile it adds to demand, or None.
+    """
+
+    stats: SliceStats
+    verdict: Classification
+    current: bool
+    held: bool
+    in_use: bool
+    demand_profile: str | None
+
+    @property
+    def status(self) -> Status:
+        """Shortcut for ``verdict.status``."""
+        return self.verdict.status
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """The slice as the report's ``slices[]`` entry."""
+        info, owner = self.stats.info, self.stats.main_owner
+        return {
+            "node": info.key.node,
+            "gpu": info.key.gpu,
+            "gpu_uuid": info.key.gpu_uuid,
+            "gpu_instance_id": info.key.gpu_instance_id,
+            "model": info.model,
+            "profile": info.profile,
+            "placement_start": info.placement_start,
+            "mig_uuid": info.mig_uuid,
+            "status": self.verdict.status.value,
+            "confidence": self.verdict.confidence,
+            "reason": self.verdict.reason,
+            "suggested_profile": self.verdict.suggested_profile,
+            "evidence": dict(self.verdict.evidence),
+            "namespace": owner.namespace if owner is not None else None,
+            "pod": owner.pod if owner is not None else None,
+            "owners": [o.to_dict() for o in self.stats.owners],
+            "energy_joules": self.stats.to_dict()["energy_joules"],
+            "current": self.current,
+            "in_use": self.in_use,
+            "demand_profile": self.demand_profile,
+        }
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """One pool's demand, plan and bound.
+
+    Attributes:
+        pool: Pool key (the GPU model key, optionally refined).
+        model: The pool's GPU model.
+        gpus: The pool's GPUs as they are now.
+        demand: What the pool must offer.
+        plan: The planner's answer.
+        bound: Bin-packing lower bound on GPUs for the demand.
+    """
+
+    pool: str
+    model: GpuModel
+    gpus: tuple[GpuState, ...]
+    demand: PoolDemand
+    plan: Plan
+    bound: LowerBound
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """Everything one analysis found; :meth:`to_json` is the documented report schema.
+
+    Attributes:
+        window_start: Window start, Unix seconds.
+        window_end: Window end, Unix seconds.
+        step: Sample interval the statistics assumed, seconds.
+        slices: Every slice with its verdict, sorted by node, GPU and GI id.
+        pools: One result per pool, sorted by pool key.
+        savings: Headline numbers (see :func:`_savings`).
+        mig_parted: Every pool's configs merged into one mig-parted file (None when no
+            pool was planned).
+        node_configs: ``{node: config}``, the values for ``nvidia.com/mig.config``.
+        price_per_gpu_hour: The price used for money figures, if any.
+        notes: Things the reader should know (uncatalogued models, unplaceable slices).
+    """
+
+    window_start: float
+    window_end: float
+    step: float
+    slices: tuple[SliceResult, ...]
+    pools: tuple[PoolResult, ...]
+    savings: Mapping[str, Any]
+    mig_parted: MigPartedConfig | None
+    node_configs: Mapping[str, str]
+    price_per_gpu_hour: float | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def window_hours(self) -> float:
+        """Window length in hours."""
+        return (self.window_end - self.window_start) / 3600.0
+
+    def count(self, status: Status) -> int:
+        """Current slices with ``status``."""
+        return sum(1 for s in self.slices if s.current and s.status is status)
+
+    def recommendations(self) -> list[dict[str, Any]]:
+        """One entry per node whose layout the plan changes (see docs/report-schema.md)."""
+        held = _held_instances(self.slices)
+        out: list[dict[str, Any]] = []
+        for pool in self.pools:
+            by_node: dict[str, list[Any]] = defaultdict(list)
+            for gpu in pool.plan.gpus:
+                by_node[gpu.node].append(gpu)
+            for node_plan in pool.plan.nodes:
+                gpus = sorted(by_node[node_plan.node], key=lambda g: g.index)
+                if not node_plan.changed:
+                    continue
+                moved_pods = [
+                    held[(g.node, g.index, i.profile, i.start)]
+                    for g in gpus
+                    if g.changed
+                    for i in g.destroyed
+                    if (g.node, g.index, i.profile, i.start) in held
+                ]
+                out.append(
+                    {
+                        "node": node_plan.node,
+                        "pool": pool.pool,
+                        "model": pool.model.key,
+                        "current": [{"gpu": g.index, **g.current.as_dict()} for g in gpus],
+                        "proposed": [{"gpu": g.index, **g.proposed.as_dict()} for g in gpus],
+                        "mig_config": node_plan.mig_config,
+                        "disruptive": node_plan.disruptive or bool(moved_pods),
+                        "pods_to_move": sorted(set(moved_pods)),
+                        "gpus": [g.as_dict() for g in gpus],
+                    }
+                )
+        return out
+
+    def node_plan(self) -> dict[str, Any]:
+        """The node → config plan: every planned node, its config, and whether it changes."""
+        nodes = [n.as_dict() for p in self.pools for n in p.plan.nodes]
+        return {"schema_version": SCHEMA_VERSION, "nodes": sorted(nodes, key=lambda n: n["node"])}
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data, ``schema_version`` 1 (docs/report-schema.md)."""
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "window": {
+                "start": _iso(self.window_start),
+                "end": _iso(self.window_end),
+                "start_unix": self.window_start,
+                "end_unix": self.window_end,
+                "hours": round(self.window_hours, 4),
+                "step_seconds": self.step,
+            },
+            "summary": {
+                "slices": sum(1 for s in self.slices if s.current),
+                "history_only_slices": sum(1 for s in self.slices if not s.current),
+                "by_status": {
+                    status.value: self.count(status) for status in Status if self.count(status)
+                },
+            },
+            "slices": [s.to_dict() for s in self.slices],
+            "pools": [
+                {
+                    "pool": p.pool,
+                    "model": p.model.key,
+                    "gpus": len(p.gpus),
+                    "demand": p.demand.as_dict(),
+                    "plan": p.plan.summary(),
+                    "solve": p.plan.solve.as_dict(),
+                    "lower_bound": p.bound.as_dict(),
+                }
+                for p in self.pools
+            ],
+            "recommendations": self.recommendations(),
+            "mig_parted_config": (
+                self.mig_parted.model_dump(by_alias=True, exclude_none=True)
+                if self.mig_parted is not None
+                else None
+            ),
+            "node_configs": dict(sorted(self.node_configs.items())),
+            "savings": dict(self.savings),
+            "notes": list(self.notes),
+        }
+
+
+def _iso(seconds: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _held_instances(slices: Iterable[SliceResult]) -> dict[tuple[str, int, str, int], str]:
+    """``(node, gpu, profile, start) → "namespace/pod"`` of current slices held by a pod."""
+    out: dict[tuple[str, int, str, int], str] = {}
+    for s in slices:
+        owner, start = s.stats.main_owner, s.stats.info.placement_start
+        if s.current and s.held and owner is not None and start is not None:
+            key = s.stats.info.key
+            out[(key.node, key.gpu, s.stats.info.profile, start)] = f"{owner.namespace}/{owner.pod}"
+    return out
+
+
+def _model(key: str | None) -> GpuModel | None:
+    if key is None:
+        return None
+    try:
+        return find_model(key)
+    except ValueError:
+        return None
+
+
+def _last_seen(series: SliceSeries) -> float:
+    """Time of the slice's last activity or memory sample, Unix seconds (-inf if none)."""
+    last = -math.inf
+    for ts in (series.activity, series.memory_used):
+        if ts is not None and len(ts):
+            last = max(last, float(ts.timestamps_ms[-1]) / 1000.0)
+    return last
+
+
+def _infer_start(model: GpuModel, profile: str, gi_id: int) -> int | None:
+    """A GI's placement start from its NVML id (GI ids number the slice tree, heap order).
+
+    NVML numbers GPU instances by their node in the binary tree of memory slices: a GI of
+    ``size`` slices at ``start`` has id ``M/size - 1 + start/size`` (checked against real
+    A100 and H100 ``nvidia-smi`` output, see ``migscope.sim.ids``). dcgm-exporter reports the
+    id but not the placement, so this recovers it.
+    """
+    try:
+        gi = model.profile(profile)
+    except UnknownProfileError:
+        return None
+    size = gi.memory_slices
+    if size <= 0 or model.memory_slices % size:
+        return None
+    start = (gi_id - (model.memory_slices // size - 1)) * size
+    return start if start in gi.placements else None
+
+
+def _gpu_states(
+    pool_slices: Sequence[tuple[SliceResult, float]], model: GpuModel, notes: list[str]
+) -> tuple[list[GpuState], set[int]]:
+    """Each GPU of a pool as it is now, and the ids (``id()``) of the current slices."""
+    by_gpu: dict[tuple[str, int], list[tuple[SliceResult, float]]] = defaultdict(list)
+    for item in pool_slices:
+        key = item[0].stats.info.key
+        by_gpu[(key.node, key.gpu)].append(item)
+    states: list[GpuState] = []
+    current: set[int] = set()
+    for (node, index), items in sorted(by_gpu.items()):
+        items.sort(key=lambda it: (-it[1], -it[0].stats.coverage, it[0].stats.info.key))
+        occupied = 0
+        instances: list[Instance] = []
+        for result, _ in items:
+            info = result.stats.info
+            try:
+                gi = model.profile(info.profile)
+            except UnknownProfileError:
+                notes.append(f"{node}/{index}: profile {info.profile} not in the catalogue")
+                continue
+            start = info.placement_start
+            if start is None:
+                start = _infer_start(model, info.profile, info.key.gpu_instance_id)
+            if start is None or start not in gi.placements:
+                notes.append(
+                    f"{node}/{index}: GI {info.key.gpu_instance_id} ({info.profile}) has no "
+                    "known placement; left out of the plan"
+                )
+                continue
+            mask = ((1 << gi.memory_slices) - 1) << start
+            if occupied & mask:
+                continue  # replaced by a newer instance during the window
+            occupied |= mask
+            current.add(id(result))
+            instances.append(Instance(gi.name, start, result.in_use))
+        states.append(GpuState(node, index, tuple(sorted(instances))))
+    return states, current
+
+
+def analyze(
+    slices: Iterable[SliceSeries | SliceStats],
+    *,
+    window: tuple[float, float],
+    policy: Policy | None = None,
+    step: float = DEFAULT_STEP_SECONDS,
+    pending: Sequence[tuple[str, int]] = (),
+    headroom: float = DEFAULT_HEADROOM,
+    price_per_gpu_hour: float | None = None,
+    time_limit_s: float = 5.0,
+    selector: PoolSelector | None = None,
+    keep_mis_sized: bool = False,
+    objective: Objective = "consolidate",
+    progress: Progress | None = None,
+) -> AnalysisResult:
+    """Analyse a window of slice history and plan every pool.
+
+    Args:
+        slices: Raw per-slice series (file, simulator) or statistics computed elsewhere
+            (the Prometheus source). Consumed once, one slice at a time.
+        window: ``(start, end)`` Unix seconds.
+        policy: Classification thresholds; the packaged default when None.
+        step: Sample interval for coverage, seconds.
+        pending: ``(profile, count)`` of pods waiting for ``nvidia.com/mig-*``; each goes to
+            the first pool (by key) whose model offers the profile.
+        headroom: Extra share of each demanded profile, rounded to the nearest instance.
+        price_per_gpu_hour: Adds money figures to the savings when given.
+        time_limit_s: Solver time limit per pool.
+        selector: Hook splitting pools further (see :func:`~migscope.analyzer.demand.pool_key`).
+        keep_mis_sized: Pin oversized/saturated held slices at their current size instead of
+            letting the plan re-size them.
+        objective: ``"consolidate"`` (default: cover demand, then strand as few slices
+            and so free as many GPUs as possible, then change as few GPUs as possible) or
+            ``"minimal-change"`` (cover demand with the fewest GPU changes; frees GPUs only
+            where that costs no extra change). See docs/planner.md, Weights.
+        progress: Called with a short message at each stage (the CLI shows it on a TTY).
+
+    Returns:
+        The :class:`AnalysisResult`.
+
+    Raises:
+        ValueError: a bad window, step, headroom or price.
+    """
+    start, end = window
+    if price_per_gpu_hour is not None and not (
+        math.isfinite(price_per_gpu_hour) and price_per_gpu_hour >= 0
+    ):
+        raise ValueError(f"price per GPU-hour must be a number >= 0, got {price_per_gpu_hour}")
+    policy = policy or default_policy()
+    say = progress or (lambda _msg: None)
+    notes: list[str] = []
+
+    staged: list[tuple[SliceStats, Classification, float]] = []
+    for n, item in enumerate(slices, 1):
+        if isinstance(item, SliceSeries):
+            stats = slice_stats(item, start=start, end=end, step=step)
+            seen = _last_seen(item)
+        else:
+            stats, seen = item, item.coverage
+        verdict = classify(stats, model=_model(stats.info.model), policy=policy)
+        staged.append((stats, verdict, seen))
+        if n % 10 == 0:
+            say(f"classified {n} slices")
+    say(f"classified {len(staged)} slices")
+
+    results: list[tuple[SliceResult, float]] = []
+    for stats, verdict, seen in staged:
+        held = is_held(stats, policy=policy)
+        model = _model(stats.info.model)
+        right = _demand_profile(stats, verdict, model, policy)
+        mis_sized = right is not None and right != stats.info.profile
+        in_use = held and verdict.status is not Status.IDLE and right is not None
+        if mis_sized and not keep_mis_sized:
+            in_use = False
+        if keep_mis_sized and in_use:
+            right = stats.info.profile
+        results.append((SliceResult(stats, verdict, True, held, in_use, right), seen))
+
+    pools: dict[str, list[tuple[SliceResult, float]]] = defaultdict(list)
+    for result, seen in results:
+        key = pool_key(result.stats.info, selector=selector)
+        if key is None:
+            notes.append(
+                f"{result.stats.info.key.node}/{result.stats.info.key.gpu}: GPU model not in "
+                "the catalogue; its slices are classified but not planned"
+            )
+            continue
+        pools[key].append((result, seen))
+
+    current_ids: set[int] = set()
+    pool_results: list[PoolResult] = []
+    waiting = list(pending)
+    for key in sorted(pools):
+        model_key = pools[key][0][0].stats.info.model
+        model = _model(model_key)
+        if model is None:
+            continue
+        states, current = _gpu_states(pools[key], model, notes)
+        current_ids |= current
+        members = [(r.stats, r.verdict) for r, _ in pools[key] if id(r) in current]
+        mine = [(p, c) for p, c in waiting if _offers(model, p)]
+        waiting = [(p, c) for p, c in waiting if not _offers(model, p)]
+        demand = pool_demand(
+            members, pool=key, model=model, pending=mine, headroom=headroom, policy=policy
+        )
+        if keep_mis_sized:
+            demand = _pinned_demand(demand, pools[key], current, model)
+        notes.extend(demand.notes)
+        say(f"planning pool {key}: {len(states)} GPUs, demand {demand.total}")
+        plan = plan_layouts(
+            model,
+            states,
+            demand.total,
+            time_limit_s=time_limit_s,
+            weights=_weights(objective, model, states),
+            park_free=objective == "consolidate",
+        )
+        bound = lower_bound(model, demand.total)
+        pool_results.append(PoolResult(key, model, tuple(states), demand, plan, bound))
+    for profile, count in waiting:
+        notes.append(f"pending {profile} x{count}: no pool offers this profile")
+
+    final = tuple(
+        sorted(
+            (
+                SliceResult(
+                    r.stats,
+                    r.verdict,
+                    id(r) in current_ids or pool_key(r.stats.info, selector=selector) is None,
+                    r.held,
+                    r.in_use,
+                    r.demand_profile,
+                )
+                for r, _ in results
+            ),
+            key=lambda s: (s.stats.info.key.node, s.stats.info.key.gpu, s.stats.info.key),
+        )
+    )
+    mig_parted: MigPartedConfig | None = None
+    node_configs: dict[str, str] = {}
+    for pool in pool_results:
+        mig_parted = (
+            pool.plan.mig_parted
+            if mig_parted is None
+            else merge_configs(mig_parted, pool.plan.mig_parted)
+        )
+        for node, name in pool.plan.node_configs.items():
+            if node in node_configs and node_configs[node] != name:
+                notes.append(
+                    f"{node}: GPUs of several pools; configs {name} and {node_configs[node]}"
+                )
+            node_configs.setdefault(node, name)
+    savings = _savings(final, pool_results, hours=(end - start) / 3600.0, price=price_per_gpu_hour)
+    return AnalysisResult(
+        window_start=start,
+        window_end=end,
+        step=step,
+        slices=final,
+        pools=tuple(pool_results),
+        savings=savings,
+        mig_parted=mig_parted,
+        node_configs=node_configs,
+        price_per_gpu_hour=price_per_gpu_hour,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def _weights(objective: Objective, model: GpuModel, states: Sequence[GpuState]) -> Weights:
+    """The planner's weights for ``objective`` on this pool."""
+    busy = sum(1 for g in states if any(i.in_use for i in g.instances))
+    make = Weights.consolidating if objective == "consolidate" else Weights.lexicographic
+    return make(gpus=len(states), busy_gpus=busy, compute_slices=model.compute_slices)
+
+
+def _offers(model: GpuModel, profile: str) -> bool:
+    try:
+        model.profile(profile.removeprefix("nvidia.com/").removeprefix("mig-"))
+    except UnknownProfileError:
+        return False
+    return True
+
+
+def _demand_profile(
+    stats: SliceStats, verdict: Classification, model: GpuModel | None, policy: Policy
+) -> str | None:
+    from migscope.analyzer.demand import slice_contribution
+
+    return slice_contribution(stats, verdict, model=model, policy=policy).profile
+
+
+def _pinned_demand(
+    demand: PoolDemand,
+    members: Sequence[tuple[SliceResult, float]],
+    current: set[int],
+    model: GpuModel,
+) -> PoolDemand:
+    """With ``keep_mis_sized``: busy demand at current profiles (pinned slices stay as they are)."""
+    busy: Counter[str] = Counter()
+    for result, _ in members:
+        if id(result) in current and result.demand_profile is not None:
+            busy[model.profile(result.stats.info.profile).name] += 1
+    return PoolDemand(
+        demand.pool,
+        model,
+        dict(busy),
+        demand.pending,
+        demand.headroom,
+        demand.contributions,
+        demand.notes,
+    )
+
+
+def _slice_gpu_share(result: SliceResult) -> float:
+    """The slice's share of a whole GPU, by compute slices (0 when uncatalogued)."""
+    model = _model(result.stats.info.model)
+    if model is None:
+        return 0.0
+    try:
+        return model.profile(result.stats.info.profile).compute_slices / model.compute_slices
+    except UnknownProfileError:
+        return 0.0
+
+
+def _excess_share(result: SliceResult) -> float:
+    """For an oversized slice: the GPU share its suggested profile would give back."""
+    model = _model(result.stats.info.model)
+    suggested = result.verdict.suggested_profile
+    if model is None or suggested is None:
+        return 0.0
+    try:
+        now = model.profile(result.stats.info.profile).compute_slices
+        then = model.profile(suggested).compute_slices
+    except UnknownProfileError:
+        return 0.0
+    return max(0, now - then) / model.compute_slices
+
+
+def _savings(
+    slices: Sequence[SliceResult],
+    pools: Sequence[PoolResult],
+    *,
+    hours: float,
+    price: float | None,
+) -> dict[str, Any]:
+    """Headline savings: what the plan frees and what the window wasted, by namespace.
+
+    GPU-hours of a slice are its compute-slice share of a GPU times the hours it was
+    observed in the window (coverage × window), so a slice that existed half the week
+    counts half.
+    """
+    current = [s for s in slices if s.current]
+    by_ns: dict[str, dict[str, float]] = defaultdict(
+        lambda: {"idle_gpu_hours": 0.0, "oversized_gpu_hours": 0.0, "slices": 0.0}
+    )
+    idle_hours = unalloc_hours = oversized_hours = 0.0
+    for s in current:
+        observed = hours * min(1.0, s.stats.coverage)
+        owner = s.stats.main_owner
+        namespace = owner.namespace if owner is not None else "(unallocated)"
+        if s.status is Status.IDLE:
+            gh = _slice_gpu_share(s) * observed
+            idle_hours += gh
+            by_ns[namespace]["idle_gpu_hours"] += gh
+            by_ns[namespace]["slices"] += 1
+        elif s.status is Status.UNALLOCATED:
+            gh = _slice_gpu_share(s) * observed
+            unalloc_hours += gh
+            by_ns["(unallocated)"]["idle_gpu_hours"] += gh
+            by_ns["(unallocated)"]["slices"] += 1
+        elif s.status is Status.OVERSIZED and s.held:
+            gh = _excess_share(s) * observed
+            oversized_hours += gh
+            by_ns[namespace]["oversized_gpu_hours"] += gh
+            by_ns[namespace]["slices"] += 1
+    compute_reclaimable = sum(
+        round(_slice_gpu_share(s) * (_model(s.stats.info.model) or _NO_MODEL).compute_slices)
+        for s in current
+        if s.status in (Status.IDLE, Status.UNALLOCATED)
+    ) + sum(
+        round(_excess_share(s) * (_model(s.stats.info.model) or _NO_MODEL).compute_slices)
+        for s in current
+        if s.status is Status.OVERSIZED and s.held
+    )
+    gpus = sum(len(p.plan.gpus) for p in pools)
+    busy_before = sum(1 for p in pools for g in p.gpus if any(i.in_use for i in g.instances))
+    held_before = {
+        (s.stats.info.key.node, s.stats.info.key.gpu)
+        for s in current
+        if s.held and s.status is not Status.IDLE
+    }
+    used_after = sum(p.plan.gpus_used for p in pools)
+    free_before = gpus - len({k for k in held_before if _in_pools(k, pools)})
+    freed = max(0, (gpus - used_after) - free_before)
+    wasted = idle_hours + unalloc_hours + oversized_hours
+    out: dict[str, Any] = {
+        "idle_slices": sum(1 for s in current if s.status is Status.IDLE),
+        "unallocated_slices": sum(1 for s in current if s.status is Status.UNALLOCATED),
+        "oversized_slices": sum(1 for s in current if s.status is Status.OVERSIZED),
+        "compute_slices_reclaimable": compute_reclaimable,
+        "gpus_planned": gpus,
+        "gpus_in_use_before": gpus - free_before,
+        "gpus_pinned_before": busy_before,
+        "gpus_used_after": used_after,
+        "gpus_freed": freed,
+        "gpus_changed": sum(p.plan.gpus_changed for p in pools),
+        "nodes_changed": sum(p.plan.nodes_changed for p in pools),
+        "unmet_demand": sum(p.plan.unmet_total for p in pools),
+        "stranded_compute_slices": sum(p.plan.stranded_compute_slices for p in pools),
+        "window_hours": round(hours, 4),
+        "gpu_hours_freed": round(freed * hours, 4),
+        "idle_gpu_hours": round(idle_hours, 4),
+        "unallocated_gpu_hours": round(unalloc_hours, 4),
+        "oversized_gpu_hours": round(oversized_hours, 4),
+        "wasted_gpu_hours": round(wasted, 4),
+        "by_namespace": [
+            {
+                "namespace": ns,
+                "slices": int(v["slices"]),
+                "idle_gpu_hours": round(v["idle_gpu_hours"], 4),
+                "oversized_gpu_hours": round(v["oversized_gpu_hours"], 4),
+                "wasted_gpu_hours": round(v["idle_gpu_hours"] + v["oversized_gpu_hours"], 4),
+            }
+            for ns, v in sorted(
+                by_ns.items(),
+                key=lambda kv: -(kv[1]["idle_gpu_hours"] + kv[1]["oversized_gpu_hours"]),
+            )
+        ],
+        "price_per_gpu_hour": price,
+    }
+    if price is not None:
+        out["wasted_cost"] = round(wasted * price, 2)
+        out["freed_cost"] = round(freed * hours * price, 2)
+        for row in out["by_namespace"]:
+            row["wasted_cost"] = round(row["wasted_gpu_hours"] * price, 2)
+    return out
+
+
+class _NoModel:
+    compute_slices = 0
+
+
+_NO_MODEL: Any = _NoModel()
+
+
+def _in_pools(key: tuple[str, int], pools: Sequence[PoolResult]) -> bool:
+    return any((g.node, g.index) == key for p in pools for g in p.gpus)

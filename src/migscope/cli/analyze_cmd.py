@@ -1,0 +1,261 @@
+"""``migscope analyze``: classify every MIG slice over a window and plan better layouts.
+
+One source per run: ``--prometheus URL`` (statistics computed by the server in PromQL),
+``--source FILE`` (an OpenMetrics/text exposition of migscope's or dcgm-exporter's series)
+or ``--simulate SCENARIO`` (the simulator's ground truth, no GPU needed). Every failure a
+user can fix (unreachable server, no MIG series, bad window, unreadable file) is one line
+on stderr and exit status 1; progress goes to stderr only when it is a terminal, so pipes
+and CI logs get the report alone.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+
+import click
+
+from migscope.analyzer.dialect import NoMigSeriesError
+from migscope.analyzer.embedded import load_fleet, read_openmetrics, simulate_slices
+from migscope.analyzer.model import SliceStats
+from migscope.analyzer.openmetrics import ExpositionError
+from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze
+from migscope.analyzer.policy import Policy, PolicyError, load_policy
+from migscope.analyzer.report import Format, render, write_reports
+from migscope.analyzer.sources.prometheus import PrometheusClient, PrometheusError
+from migscope.analyzer.sources.remote_stats import remote_slice_stats
+from migscope.analyzer.stats import SliceSeries
+from migscope.cli.errors import InvalidInput
+from migscope.sim import ScenarioError
+
+__all__ = ["analyze_command", "parse_window", "progress_reporter", "run_analysis", "summary_lines"]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+
+
+def parse_window(text: str) -> float:
+    """A duration like ``7d``, ``36h``, ``1d12h`` or ``90m`` in seconds (Prometheus units).
+
+    Raises:
+        InvalidInput: anything else, or a zero duration.
+    """
+    value = text.strip()
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    if not value or pos != len(value) or total <= 0:
+        raise InvalidInput(
+            f"bad window {text!r}: expected a duration such as 7d, 24h, 90m or 1d12h"
+        )
+    return total
+
+
+def progress_reporter(enabled: bool) -> Callable[[str], None] | None:
+    """A stage printer for stderr with elapsed seconds, or None when progress is off.
+
+    Only on a terminal: in a pipe or a CI log the lines would be noise around the report.
+    """
+    if not enabled:
+        return None
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        click.echo(f"[{time.monotonic() - started:5.1f}s] {message}", err=True)
+
+    return say
+
+
+def run_analysis(
+    *,
+    source: str | None,
+    simulate: str | None,
+    prometheus: str | None,
+    window_s: float,
+    step: float,
+    policy: Policy,
+    price: float | None,
+    headroom: float,
+    objective: Objective,
+    time_limit_s: float,
+    bearer_token_file: str | None = None,
+    show_progress: bool = False,
+) -> AnalysisResult:
+    """Read the chosen source and analyse it; every expected failure is an InvalidInput."""
+    say = progress_reporter(show_progress)
+    slices: Iterable[SliceSeries | SliceStats]
+    try:
+        if simulate is not None:
+            names = [n.strip() for n in simulate.split(",") if n.strip()]
+            sim = load_fleet(names)
+            start = sim.clock.start
+            window = (start, start + window_s)
+            if say is not None:
+                say(f"simulating {', '.join(names)}: {window_s / 86400:g} days")
+            slices = simulate_slices(sim, window_s=window_s, step_s=step)
+        elif source is not None:
+            found = read_openmetrics(source)
+            window = (found.last - window_s, found.last)
+            slices = found.series
+        else:
+            assert prometheus is not None
+            try:
+                client = PrometheusClient(prometheus, bearer_token_file=bearer_token_file)
+            except ValueError as exc:
+                raise InvalidInput(str(exc)) from None
+            end = time.time()
+            run = remote_slice_stats(client, start=end - window_s, end=end, step=step)
+            window = (run.window_start, run.window_end)
+            slices = run
+        result = analyze(
+            slices,
+            window=window,
+            policy=policy,
+            step=step,
+            price_per_gpu_hour=price,
+            headroom=headroom,
+            objective=objective,
+            time_limit_s=time_limit_s,
+            progress=say,
+        )
+    except (ExpositionError, NoMigSeriesError, ScenarioError, PrometheusError) as exc:
+        raise InvalidInput(str(exc)) from None
+    except FileNotFoundError as exc:
+        raise InvalidInput(str(exc).strip("'\"")) from None
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+    if not result.slices:
+        raise InvalidInput("no MIG series found in the window")
+    return result
+
+
+def summary_lines(result: AnalysisResult) -> list[str]:
+    """The few lines printed after a run: what was found and what the plan frees."""
+    s = result.savings
+    lines = [
+        f"{len([x for x in result.slices if x.current])} slices on "
+        f"{s['gpus_planned']} MIG GPUs over {result.window_hours:g} h: "
+        f"{s['idle_slices']} idle, {s['unallocated_slices']} unallocated, "
+        f"{s['oversized_slices']} oversized",
+        f"wasted: {s['wasted_gpu_hours']:.1f} GPU-hours "
+        f"(idle {s['idle_gpu_hours']:.1f}, unallocated {s['unallocated_gpu_hours']:.1f}, "
+        f"oversized {s['oversized_gpu_hours']:.1f})",
+        f"plan: {s['gpus_freed']} GPU(s) freeable ({s['gpu_hours_freed']:.1f} GPU-hours per "
+        f"window), {s['gpus_changed']} GPU(s) changed on {s['nodes_changed']} node(s), "
+        f"unmet demand {s['unmet_demand']}",
+    ]
+    if s.get("price_per_gpu_hour") is not None:
+        lines.append(
+            f"cost: {s['wasted_cost']:,.2f} wasted, {s['freed_cost']:,.2f} freed per window"
+        )
+    return lines
+
+
+@click.command("analyze")
+@click.option("--source", metavar="FILE", help="OpenMetrics/text exposition file to analyse.")
+@click.option(
+    "--simulate",
+    metavar="SCENARIO",
+    help="Simulate a scenario (built-in name or file; several comma-separated form one fleet).",
+)
+@click.option("--prometheus", metavar="URL", help="Prometheus-compatible HTTP API root.")
+@click.option(
+    "--bearer-token-file",
+    metavar="FILE",
+    help="Bearer token for --prometheus, re-read on every request.",
+)
+@click.option("--window", "window", default="7d", show_default=True, help="Window length.")
+@click.option(
+    "--step", default=60.0, show_default=True, type=float, help="Sample interval, seconds."
+)
+@click.option("--policy", "policy_file", metavar="FILE", help="Classification policy file.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Choice(["json", "md", "csv"]),
+    default=None,
+    help="Report printed on stdout (default: md, or none with --out).",
+)
+@click.option("--out", "out_dir", metavar="DIR", help="Write every report and the configs here.")
+@click.option("--price-per-gpu-hour", type=float, default=None, help="Adds costs to savings.")
+@click.option(
+    "--headroom", type=float, default=0.10, show_default=True, help="Spare share per profile."
+)
+@click.option(
+    "--objective",
+    type=click.Choice(["consolidate", "minimal-change"]),
+    default="consolidate",
+    show_default=True,
+    help="After covering demand: free GPUs first, or change as few GPUs as possible.",
+)
+@click.option(
+    "--time-limit", type=float, default=5.0, show_default=True, help="Solver seconds per pool."
+)
+def analyze_command(
+    source: str | None,
+    simulate: str | None,
+    prometheus: str | None,
+    bearer_token_file: str | None,
+    window: str,
+    step: float,
+    policy_file: str | None,
+    output: str | None,
+    out_dir: str | None,
+    price_per_gpu_hour: float | None,
+    headroom: float,
+    objective: str,
+    time_limit: float,
+) -> None:
+    """Find idle and mis-sized MIG slices and recommend layouts.
+
+    Exactly one of --source, --simulate or --prometheus. With --out, writes report.json,
+    report.md, slices.csv, mig-parted-config.yaml and node-plan.json there.
+    """
+    chosen = [x for x in (source, simulate, prometheus) if x is not None]
+    if len(chosen) != 1:
+        raise InvalidInput(
+            "give exactly one of --source FILE, --simulate SCENARIO, --prometheus URL"
+        )
+    window_s = parse_window(window)
+    try:
+        policy = load_policy(policy_file)
+    except PolicyError as exc:
+        raise InvalidInput(str(exc)) from None
+    except OSError as exc:
+        raise InvalidInput(f"{policy_file}: {exc.strerror or exc}") from None
+    result = run_analysis(
+        source=source,
+        simulate=simulate,
+        prometheus=prometheus,
+        window_s=window_s,
+        step=step,
+        policy=policy,
+        price=price_per_gpu_hour,
+        headroom=headroom,
+        objective="consolidate" if objective == "consolidate" else "minimal-change",
+        time_limit_s=time_limit,
+        bearer_token_file=bearer_token_file,
+        show_progress=sys.stderr.isatty(),
+    )
+    fmt: Format | None = None
+    if output in ("json", "md", "csv"):
+        fmt = output  # type: ignore[assignment]
+    elif out_dir is None:
+        fmt = "md"
+    if out_dir is not None:
+        try:
+            written = write_reports(result, out_dir)
+        except OSError as exc:
+            raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from None
+        if fmt is None:
+            for line in summary_lines(result):
+                click.echo(line)
+            for path in written.values():
+                click.echo(f"  {path}")
+    if fmt is not None:
+        click.echo(render(result, fmt), nl=False)
