@@ -58,10 +58,12 @@ __all__ = [
     "MIGSCOPE_METRICS",
     "Dialect",
     "NoMigSeriesError",
+    "catalogue_model",
     "detect_dialect",
     "iter_slice_series",
     "node_of",
     "pod_of",
+    "profile_bytes",
 ]
 
 MIB = 1 << 20
@@ -210,7 +212,7 @@ def _latest(series: Iterable[Series]) -> Series | None:
     return best
 
 
-def _catalogue_model(key: str | None, name: str | None) -> GpuModel | None:
+def catalogue_model(key: str | None, name: str | None) -> GpuModel | None:
     """The catalogue model for a migscope ``model`` key, else for an NVML name."""
     if key:
         try:
@@ -220,7 +222,7 @@ def _catalogue_model(key: str | None, name: str | None) -> GpuModel | None:
     return model_for_name(name) if name else None
 
 
-def _profile_bytes(model: GpuModel | None, profile: str) -> float | None:
+def profile_bytes(model: GpuModel | None, profile: str) -> float | None:
     """The catalogue's memory size of ``profile`` on ``model``, bytes, or None."""
     if model is None:
         return None
@@ -272,7 +274,7 @@ def _migscope_slices(series: SeriesSet, default_node: str) -> Iterator[SliceSeri
     models: dict[tuple[str, str], GpuModel | None] = {}
     for gpu in series.get(GPU_INFO):
         node = node_of(gpu.labels, default=default_node)
-        models[(node, gpu.labels.get("uuid", ""))] = _catalogue_model(
+        models[(node, gpu.labels.get("uuid", ""))] = catalogue_model(
             gpu.labels.get("model"), gpu.labels.get("name")
         )
 
@@ -296,7 +298,7 @@ def _migscope_slices(series: SeriesSet, default_node: str) -> Iterator[SliceSeri
             activity=TimeSeries.concat(s.samples for s in activity.get(key, ())),
             memory_used=TimeSeries.concat(s.samples for s in used.get(key, ())),
             memory_total_bytes=(
-                memory_total if memory_total is not None else _profile_bytes(model, profile)
+                memory_total if memory_total is not None else profile_bytes(model, profile)
             ),
             holders=_holders(
                 (owner, s.samples)
@@ -378,4 +380,4 @@ def _dcgm_total(
         valid = ~np.isnan(sums)
         if both.size and bool(valid.any()):
             return float(sums[valid][-1]) * MIB
-    return _profile_bytes(model, profile)
+    return profile_bytes(model, profile)

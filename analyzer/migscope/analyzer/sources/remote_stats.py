@@ -61,7 +61,9 @@ from migscope.analyzer.dialect import (
     MIG_POD_INFO,
     Dialect,
     NoMigSeriesError,
+    catalogue_model,
     pod_of,
+    profile_bytes,
 )
 from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
 from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample
@@ -69,9 +71,6 @@ from migscope.analyzer.sources.promql import Matcher, duration, selector
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, RangeSemantics
 from migscope.core.catalogue import (
     GpuModel,
-    UnknownGpuError,
-    UnknownProfileError,
-    find_model,
     model_for_name,
 )
 
@@ -476,7 +475,7 @@ class _Queries:
         for sample in self.ask(f"last_over_time({self.sel(GPU_INFO, nodes)}[{self.window}])"):
             labels = sample.labels
             node = labels.get(self.run.node_label, "") if self.run.node_label else ""
-            models[(node or DEFAULT_NODE, labels.get("uuid", ""))] = _catalogue_model(
+            models[(node or DEFAULT_NODE, labels.get("uuid", ""))] = catalogue_model(
                 labels.get("model"), labels.get("name")
             )
         totals = self.values(
@@ -500,7 +499,7 @@ class _Queries:
                     mig_uuid=labels.get("mig_uuid") or None,
                     placement_start=_int(labels.get("placement_start")),
                 ),
-                total if total is not None else _profile_bytes(model, profile),
+                total if total is not None else profile_bytes(model, profile),
             )
         return out
 
@@ -532,7 +531,7 @@ class _Queries:
                     model=model.key if model is not None else None,
                     profile=profile,
                 ),
-                total if total is not None else _profile_bytes(model, profile),
+                total if total is not None else profile_bytes(model, profile),
             )
         return out
 
@@ -541,24 +540,4 @@ def _int(text: str | None) -> int | None:
     try:
         return int(text) if text not in (None, "") else None
     except ValueError:
-        return None
-
-
-def _catalogue_model(key: str | None, name: str | None) -> GpuModel | None:
-    """The catalogue model for a migscope ``model`` key, else for an NVML name."""
-    if key:
-        try:
-            return find_model(key)
-        except UnknownGpuError:
-            pass
-    return model_for_name(name) if name else None
-
-
-def _profile_bytes(model: GpuModel | None, profile: str) -> float | None:
-    """The catalogue's memory size of ``profile`` on ``model``, bytes, or None."""
-    if model is None:
-        return None
-    try:
-        return float(model.profile(profile).memory_mib * MIB)
-    except UnknownProfileError:
         return None
