@@ -143,6 +143,7 @@ def test_reports_and_files(result: AnalysisResult, tmp_path: Path) -> None:
     assert {p.name for p in written.values()} == {
         "report.json",
         "report.md",
+        "report.html",
         "slices.csv",
         "mig-parted-config.yaml",
         "node-plan.json",

@@ -177,7 +177,7 @@ def summary_lines(result: AnalysisResult) -> list[str]:
 @click.option(
     "--output",
     "-o",
-    type=click.Choice(["json", "md", "csv"]),
+    type=click.Choice(["json", "md", "csv", "html"]),
     default=None,
     help="Report printed on stdout (default: md, or none with --out).",
 )
@@ -214,7 +214,7 @@ def analyze_command(
     """Find idle and mis-sized MIG slices and recommend layouts.
 
     Exactly one of --source, --simulate or --prometheus. With --out, writes report.json,
-    report.md, slices.csv, mig-parted-config.yaml and node-plan.json there.
+    report.md, slices.csv, report.html, mig-parted-config.yaml and node-plan.json there.
     """
     chosen = [x for x in (source, simulate, prometheus) if x is not None]
     if len(chosen) != 1:
@@ -243,7 +243,7 @@ def analyze_command(
         show_progress=sys.stderr.isatty(),
     )
     fmt: Format | None = None
-    if output in ("json", "md", "csv"):
+    if output in ("json", "md", "csv", "html"):
         fmt = output  # type: ignore[assignment]
     elif out_dir is None:
         fmt = "md"

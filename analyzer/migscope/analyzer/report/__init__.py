@@ -1,4 +1,4 @@
-"""Reports of an analysis: JSON (the documented schema), Markdown, CSV, and the config files.
+"""Reports of an analysis: JSON (the documented schema), Markdown, CSV, HTML and the configs.
 
 :func:`write_reports` writes everything a run produces into one directory: the report in
 each format, the mig-parted config (``mig-parted-config.yaml``, what MIG Manager reads) and
@@ -15,6 +15,7 @@ from typing import Literal
 
 from migscope.analyzer.pipeline import AnalysisResult
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
+from migscope.analyzer.report.html import render_html
 from migscope.analyzer.report.json_report import (
     ReportV1,
     json_schema,
@@ -32,18 +33,20 @@ __all__ = [
     "json_schema",
     "render",
     "render_csv",
+    "render_html",
     "render_json",
     "render_markdown",
     "validate_report",
     "write_reports",
 ]
 
-Format = Literal["json", "md", "csv"]
+Format = Literal["json", "md", "csv", "html"]
 
 FILE_NAMES: dict[str, str] = {
     "json": "report.json",
     "md": "report.md",
     "csv": "slices.csv",
+    "html": "report.html",
     "mig-parted": "mig-parted-config.yaml",
     "plan": "node-plan.json",
 }
@@ -56,6 +59,8 @@ def render(result: AnalysisResult, fmt: Format) -> str:
         return render_json(result)
     if fmt == "md":
         return render_markdown(result)
+    if fmt == "html":
+        return render_html(result.to_json())
     return render_csv(result)
 
 
@@ -63,7 +68,7 @@ def write_reports(
     result: AnalysisResult,
     out: str | os.PathLike[str],
     *,
-    formats: Iterable[Format] = ("json", "md", "csv"),
+    formats: Iterable[Format] = ("json", "md", "csv", "html"),
 ) -> dict[str, Path]:
     """Write the reports, the mig-parted config and the node plan into ``out``.
 
