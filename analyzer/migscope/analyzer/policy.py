@@ -15,12 +15,11 @@ as one line naming the file, the line and the key.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -33,6 +32,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 from yaml.constructor import SafeConstructor
+
+from migscope.core.yaml_messages import Loc, describe_location, describe_value, line_for
 
 __all__ = [
     "AllocatedPolicy",
@@ -51,7 +52,6 @@ DEFAULT_POLICY_FILE = "policy-default.yaml"
 
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 Factor = Annotated[float, Field(gt=0.0, le=1.0)]
-Loc: TypeAlias = tuple[str | int, ...]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 _CONSTRUCTOR = SafeConstructor()
@@ -270,7 +270,7 @@ def _build(node: yaml.Node, path: Loc, lines: dict[Loc, int], source: str) -> An
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
                 raise PolicyError(
-                    f"{_where(path) or 'the top level'}: keys must be plain names",
+                    f"{describe_location(path)}: keys must be plain names",
                     source=source,
                     line=line,
                 )
@@ -278,7 +278,7 @@ def _build(node: yaml.Node, path: Loc, lines: dict[Loc, int], source: str) -> An
             child = (*path, key)
             if key in result:
                 raise PolicyError(
-                    f"{_where(child)}: duplicate key (first at line {lines[child]})",
+                    f"{describe_location(child)}: duplicate key (first at line {lines[child]})",
                     source=source,
                     line=line,
                 )
@@ -299,22 +299,22 @@ def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, 
     if kind == "policy":
         key = str(ctx["key"])
         loc = tuple(key.split("."))
-        return _line_for(loc, lines), f"{key}: {ctx['message']}"
+        return line_for(loc, lines), f"{key}: {ctx['message']}"
     if kind == "extra_forbidden":
         allowed = ", ".join(_allowed(loc[:-1]))
         message = f"unknown key (allowed here: {allowed})"
     elif kind in ("float_type", "float_parsing"):
-        message = f"must be a number, got {_kind(value)}"
+        message = f"must be a number, got {describe_value(value)}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         low = "above 0" if loc[-1] in _POSITIVE else "at least 0"
         message = f"must be a ratio {low} and at most 1, got {value!r}"
     elif kind in ("model_type", "model_attributes_type", "dict_type"):
-        message = f"must be a mapping of keys, got {_kind(value)}"
+        message = f"must be a mapping of keys, got {describe_value(value)}"
     elif kind == "literal_error":
-        message = f"must be 1 (the only policy version), got {_kind(value)}"
+        message = f"must be 1 (the only policy version), got {describe_value(value)}"
     else:
-        message = f"invalid value {_kind(value)} ({err['msg']})"
-    return _line_for(loc, lines), f"{_where(loc) or 'the top level'}: {message}"
+        message = f"invalid value {describe_value(value)} ({err['msg']})"
+    return line_for(loc, lines), f"{describe_location(loc)}: {message}"
 
 
 _POSITIVE = frozenset(
@@ -332,41 +332,3 @@ def _allowed(section: Loc) -> list[str]:
             return []
         model = annotation
     return list(model.model_fields)
-
-
-def _line_for(loc: Loc, lines: Mapping[Loc, int]) -> int | None:
-    """The line of ``loc``, or of its nearest ancestor written in the file."""
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
-
-
-def _where(loc: Loc) -> str:
-    """``idle.activity_p95_below``; list positions as ``[0]``."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{part!r}]"
-    return text
-
-
-def _kind(value: object) -> str:
-    """Describe a wrong value by what YAML made of it."""
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"

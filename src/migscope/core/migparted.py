@@ -47,6 +47,13 @@ from migscope.core.catalogue import (
     parse_pci_device_id,
 )
 from migscope.core.layout import Layout, is_valid
+from migscope.core.yaml_messages import (
+    Loc,
+    describe_location,
+    describe_value,
+    line_for,
+    yaml_quote,
+)
 
 __all__ = [
     "ConfigCheck",
@@ -64,7 +71,6 @@ __all__ = [
     "parse_config",
 ]
 
-Loc: TypeAlias = tuple[str | int, ...]
 Devices: TypeAlias = Literal["all"] | tuple[int, ...]
 """mig-parted's ``devices``: ``"all"`` or GPU indices (never a bare integer, mig-parted #44)."""
 
@@ -184,7 +190,7 @@ class MigConfigEntry(BaseModel):
                 "(a list of GPU indices, mig-parted #44)"
             )
         if not isinstance(value, (list, tuple)):
-            raise _problem(f'must be "all" or a list of GPU indices, got {_kind(value)}')
+            raise _problem(f'must be "all" or a list of GPU indices, got {describe_value(value)}')
         if not value:
             raise _problem('[] selects no GPU; use "all" or list GPU indices')
         for item in value:
@@ -203,7 +209,9 @@ class MigConfigEntry(BaseModel):
             return None
         items = [value] if isinstance(value, (str, int)) else value
         if not isinstance(items, (list, tuple)):
-            raise _problem(f"must be a PCI ID string or a list of them, got {_kind(value)}")
+            raise _problem(
+                f"must be a PCI ID string or a list of them, got {describe_value(value)}"
+            )
         if not items:
             raise _problem("[] matches no GPU; drop the key to match every GPU")
         for item in items:
@@ -371,7 +379,8 @@ class _Builder:
             line = key_node.start_mark.line + 1
             if key in seen:
                 raise ConfigError(
-                    f"duplicate key {key!r} in {_where(path)} (first at line {seen[key]})",
+                    f"duplicate key {key!r} in {describe_location(path)}"
+                    f" (first at line {seen[key]})",
                     line=line,
                 )
             seen[key] = line
@@ -401,11 +410,11 @@ class _Builder:
         """A mapping key as the text written; config names must also read as that text."""
         line = node.start_mark.line + 1
         if not isinstance(node, yaml.ScalarNode):
-            raise ConfigError(f"keys in {_where(path)} must be plain strings", line=line)
+            raise ConfigError(f"keys in {describe_location(path)} must be plain strings", line=line)
         if path == ("mig-configs",) and node.tag != _STR_TAG:
             reading = self._constructor.construct_object(node)
             if not isinstance(reading, (int, float)) or str(reading) != node.value:
-                kind = "null" if reading is None else _kind(reading)
+                kind = "null" if reading is None else describe_value(reading)
                 raise ConfigError(
                     f"config name {node.value!r} is read as {kind} by YAML 1.1 parsers such as "
                     f'mig-parted\'s; quote it: "{node.value}"',
@@ -421,72 +430,33 @@ def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, 
     ctx = err.get("ctx") or {}
     if kind == "extra_forbidden":
         allowed = TOP_KEYS if len(loc) == 1 else ENTRY_KEYS
-        message = f"unknown key {loc[-1]!r} in {_where(loc[:-1])} (allowed: {', '.join(allowed)})"
+        where = describe_location(loc[:-1])
+        message = f"unknown key {loc[-1]!r} in {where} (allowed: {', '.join(allowed)})"
     elif kind == "missing":
-        message = f"missing required key {loc[-1]!r} in {_where(loc[:-1])}"
+        message = f"missing required key {loc[-1]!r} in {describe_location(loc[:-1])}"
     elif kind == "migparted":
-        message = f"{_where(loc)}: {ctx['message']}"
+        message = f"{describe_location(loc)}: {ctx['message']}"
         if "key" in ctx:
             loc = (*loc, str(ctx["key"]))
     else:
-        message = f"{_where(loc)}: {_detail(kind, err.get('input'), loc)}"
-    return _line_for(loc, lines), message
+        message = f"{describe_location(loc)}: {_detail(kind, err.get('input'), loc)}"
+    return line_for(loc, lines), message
 
 
 def _detail(kind: str, value: object, loc: Loc) -> str:
     """Wording for pydantic's built-in error types."""
     details = {
-        "bool_type": f"must be true or false, got {_kind(value)}",
-        "int_type": f"must be an integer, got {_kind(value)}",
+        "bool_type": f"must be true or false, got {describe_value(value)}",
+        "int_type": f"must be an integer, got {describe_value(value)}",
         "greater_than_equal": f"must be >= 0, got {value!r}",
-        "string_type": f"must be a string, got {_kind(value)}",
+        "string_type": f"must be a string, got {describe_value(value)}",
         "string_too_short": "must not be empty",
-        "dict_type": f"must be a mapping, got {_kind(value)}",
-        "tuple_type": f"must be a list, got {_kind(value)}",
-        "model_type": f"must be a mapping, got {_kind(value)}",
-        "model_attributes_type": f"must be a mapping, got {_kind(value)}",
+        "dict_type": f"must be a mapping, got {describe_value(value)}",
+        "tuple_type": f"must be a list, got {describe_value(value)}",
+        "model_type": f"must be a mapping, got {describe_value(value)}",
+        "model_attributes_type": f"must be a mapping, got {describe_value(value)}",
     }
-    return details.get(kind, f"invalid value {_kind(value)} ({kind})")
-
-
-def _line_for(loc: Loc, lines: Mapping[Loc, int]) -> int | None:
-    """The line of ``loc`` or of its nearest ancestor that appears in the text."""
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return None
-
-
-def _where(loc: Loc) -> str:
-    """``mig-configs.custom[0]``; names with dots or odd characters are quoted."""
-    if not loc:
-        return "the top level"
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z0-9_-]+", part):
-            text += f".{part}" if text else part
-        else:
-            text += f"[{_quote(part)}]"
-    return text
-
-
-def _kind(value: object) -> str:
-    """Describe a wrong value briefly: what YAML made of it matters more than its repr."""
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
+    return details.get(kind, f"invalid value {describe_value(value)} ({kind})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -517,7 +487,7 @@ def emit_config(config: MigPartedConfig, *, header: str | None = None) -> str:
 def _entry_lines(entry: MigConfigEntry) -> list[str]:
     fields: list[str] = []
     if entry.device_filter is not None:
-        fields.append(f"device-filter: [{', '.join(_quote(f) for f in entry.device_filter)}]")
+        fields.append(f"device-filter: [{', '.join(yaml_quote(f) for f in entry.device_filter)}]")
     devices = "all" if entry.devices == "all" else f"[{', '.join(map(str, entry.devices))}]"
     fields.append(f"devices: {devices}")
     fields.append(f"mig-enabled: {'true' if entry.mig_enabled else 'false'}")
@@ -525,7 +495,7 @@ def _entry_lines(entry: MigConfigEntry) -> list[str]:
         fields.append("mig-devices: {}")
     elif entry.mig_devices:
         fields.append("mig-devices:")
-        fields.extend(f"  {_quote(name)}: {n}" for name, n in entry.mig_devices.items())
+        fields.extend(f"  {yaml_quote(name)}: {n}" for name, n in entry.mig_devices.items())
     return [("    - " if i == 0 else "      ") + text for i, text in enumerate(fields)]
 
 
@@ -537,27 +507,9 @@ _PLAIN_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9._/-]*$")
 def _key_text(name: str) -> str:
     """A config name, plain where every YAML 1.1 reader takes it as that string."""
     if _PLAIN_NAME.fullmatch(name) is None or name.lower() in _YAML11_WORDS:
-        return _quote(name)
+        return yaml_quote(name)
     node = yaml.compose(name, Loader=yaml.SafeLoader)
-    return name if node is not None and node.tag == _STR_TAG else _quote(name)
-
-
-def _quote(text: str) -> str:
-    """A YAML double-quoted scalar; everything outside printable ASCII is escaped."""
-    out = []
-    for char in text:
-        code = ord(char)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= code < 0x7F:
-            out.append(char)
-        elif code < 0x100:
-            out.append(f"\\x{code:02x}")
-        elif code < 0x10000:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    return '"' + "".join(out) + '"'
+    return name if node is not None and node.tag == _STR_TAG else yaml_quote(name)
 
 
 # --------------------------------------------------------------------------------------------
