@@ -8,31 +8,73 @@ the user unless ``MIGSCOPE_DEBUG=1`` is set.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
 
 import click
 
-from migscope.cli import analyze_cmd, catalog_cmd, config_cmd, demo_cmd, exporter_cmd
-
 __all__ = ["cli", "main"]
 
+# name -> (module, attribute, extra that provides its dependencies). Commands are imported
+# when used: an exporter image installs migscope[exporter] only, and `migscope exporter`
+# must neither need nor load the analyzer's numpy/HiGHS/httpx (nor pay their memory).
+_COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "analyze": ("migscope.cli.analyze_cmd", "analyze_command", "analyzer"),
+    "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
+    "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
+    "exporter": ("migscope.cli.exporter_cmd", "exporter", "exporter"),
+    "validate-config": ("migscope.cli.config_cmd", "validate_config", None),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class _LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand is needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module, attr, extra = spec
+        try:
+            command = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            return _unavailable(cmd_name, extra, exc)
+        if not isinstance(command, click.Command):  # pragma: no cover - a wiring mistake
+            raise TypeError(f"{module}.{attr} is not a click command")
+        return command
+
+
+def _unavailable(name: str, extra: str | None, exc: ImportError) -> click.Command:
+    """A stand-in saying which extra to install, instead of a traceback at import."""
+    hint = f"pip install 'migscope[{extra}]'" if extra else "reinstall migscope"
+    message = f"'{name}' needs {exc.name or 'a missing module'}: {hint}"
+
+    @click.command(
+        name,
+        help=f"(unavailable: {hint})",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+    def unavailable() -> None:
+        raise click.ClickException(message)
+
+    return unavailable
+
+
+@click.group(
+    cls=_LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(package_name="migscope", prog_name="migscope")
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 def cli(verbose: int) -> None:
     """migscope: find idle and mis-sized MIG slices, and fix the partitioning."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-
-cli.add_command(catalog_cmd.catalog)
-cli.add_command(config_cmd.validate_config)
-cli.add_command(exporter_cmd.exporter)
-cli.add_command(analyze_cmd.analyze_command)
-cli.add_command(demo_cmd.demo)
 
 
 def main(argv: list[str] | None = None) -> None:
