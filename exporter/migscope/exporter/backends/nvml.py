@@ -288,13 +288,19 @@ class NvmlBackend:
         )
 
     def _read_slice(self, gpu: _Gpu, s: _Slice, errors: CycleErrors) -> MigReading:
-        memory = self._slice_value(
+        memory = self._value(
             errors,
+            "nvml",
             gpu,
             lambda: self._nvml.nvmlDeviceGetMemoryInfo(s.handle, version=self._nvml.nvmlMemory_v2),
+            via_mig_handle=True,
         )
-        procs = self._slice_value(
-            errors, gpu, lambda: self._nvml.nvmlDeviceGetComputeRunningProcesses(s.handle)
+        procs = self._value(
+            errors,
+            "nvml",
+            gpu,
+            lambda: self._nvml.nvmlDeviceGetComputeRunningProcesses(s.handle),
+            via_mig_handle=True,
         )
         activity = self._gpm(gpu, errors, s) if gpu.gpm_supported else None
         return MigReading(
@@ -555,35 +561,31 @@ class NvmlBackend:
         return fn(*args, **kwargs)
 
     def _value(
-        self, errors: CycleErrors, collector: str, gpu: _Gpu, fn: Callable[[], T]
+        self,
+        errors: CycleErrors,
+        collector: str,
+        gpu: _Gpu,
+        fn: Callable[[], T],
+        *,
+        via_mig_handle: bool = False,
     ) -> T | None:
-        """A GPU-level value, or None when NVML does not offer it; lost GPUs propagate."""
-        try:
-            return self._call(fn)
-        except self._nvml.NVMLError as exc:
-            code = getattr(exc, "value", None)
-            if code == _GPU_IS_LOST:
-                raise _GpuLost from exc
-            if code in _SESSION_GONE:
-                raise
-            if code not in _ABSENT:
-                errors.note(collector, f"GPU {gpu.index}: {exc}")
-            return None
+        """A value, or None when NVML does not offer it; lost GPUs propagate.
 
-    def _slice_value(self, errors: CycleErrors, gpu: _Gpu, fn: Callable[[], T]) -> T | None:
-        """A value read through a MIG handle: a stale handle means the layout changed."""
+        Read ``via_mig_handle``, a NOT_FOUND or INVALID_ARGUMENT means the handle went stale:
+        the GPU was re-partitioned, which the caller answers by re-enumerating it.
+        """
         try:
             return self._call(fn)
         except self._nvml.NVMLError as exc:
             code = getattr(exc, "value", None)
             if code == _GPU_IS_LOST:
                 raise _GpuLost from exc
-            if code in _STALE_HANDLE:
+            if via_mig_handle and code in _STALE_HANDLE:
                 raise _StaleLayout from exc
             if code in _SESSION_GONE:
                 raise
             if code not in _ABSENT:
-                errors.note("nvml", f"GPU {gpu.index}: {exc}")
+                errors.note(collector, f"GPU {gpu.index}: {exc}")
             return None
 
     def _drop(self, gpu: _Gpu) -> None:
