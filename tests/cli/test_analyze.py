@@ -7,9 +7,11 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.prometheus import requires_prometheus
 
 from migscope.analyzer.report import validate_report
 from migscope.cli.analyze_cmd import parse_window
@@ -59,6 +61,10 @@ def test_simulate_json_matches_schema() -> None:
         ([], "give exactly one of"),
         (["--simulate", "h200-node", "--source", "x"], "give exactly one of"),
         (["--simulate", "h200-node", "--policy", "/nonexistent.yaml"], "/nonexistent.yaml"),
+        (
+            ["--prometheus", "http://127.0.0.1:1", "--prometheus-embedded"],
+            "--prometheus-embedded goes with --simulate or --source",
+        ),
     ],
 )
 def test_one_line_errors(args: list[str], message: str) -> None:
@@ -133,3 +139,41 @@ def test_demo_console_script(tmp_path: Path) -> None:
     assert {n["node"] for n in plan["nodes"]} == nodes
     assert check_config(parse_config((out / "mig-parted-config.yaml").read_text())).ok
     assert (out / "slices.csv").read_text().count("\n") == 1 + len(data["slices"])
+
+
+def _current_statuses(report: dict[str, Any]) -> set[tuple[str, int, int, str, str]]:
+    return {
+        (s["node"], s["gpu"], s["gpu_instance_id"], s["profile"], s["status"])
+        for s in report["slices"]
+        if s["current"]
+    }
+
+
+@requires_prometheus
+def test_demo_through_an_embedded_prometheus_says_the_same(tmp_path: Path) -> None:
+    """The week backfilled into a real Prometheus gives the verdicts and plan of the direct run."""
+    direct, through = tmp_path / "direct", tmp_path / "prom"
+    code, out, err = _run("demo", "--window", "2d", "--out", str(direct))
+    assert code == 0, err
+    code, out, err = _run("demo", "--window", "2d", "--out", str(through), "--prometheus-embedded")
+    assert code == 0, err
+    assert "through a local Prometheus" in out
+    a = json.loads((direct / "report.json").read_text())
+    b = json.loads((through / "report.json").read_text())
+    validate_report(b)
+    assert a["window"] == b["window"]
+    assert _current_statuses(a) == _current_statuses(b)
+    assert a["node_configs"] == b["node_configs"]
+    assert a["mig_parted_config"] == b["mig_parted_config"]
+
+
+def test_prometheus_embedded_without_prometheus_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither prometheus nor promtool
+    args = ["--simulate", "h200-node", "--window", "1h", "--prometheus-embedded"]
+    code, out, err = _run("analyze", *args)
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "prometheus and promtool not found on PATH" in err

@@ -21,7 +21,9 @@ Usage::
 The same history helpers (:func:`to_openmetrics`, :func:`to_import_text`) feed
 :class:`support.victoria.VictoriaServer`, so one data set can be checked on both engines.
 Startup takes about a second; a failed start raises :class:`ServerStartError` with the
-server's log in the message.
+server's log in the message. Process handling and the promtool backfill are the product's
+own (:mod:`migscope.analyzer.sources.local_prometheus`, what ``--prometheus-embedded`` runs);
+this adds history from Python values, ``remote_read``, a route prefix and TLS/auth.
 """
 
 from __future__ import annotations
@@ -32,18 +34,22 @@ import io
 import math
 import shutil
 import socket
-import subprocess
-import tempfile
 import threading
-import time
 import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple, TextIO
+from typing import NamedTuple, TextIO
 
 import httpx
 import pytest
+
+from migscope.analyzer.sources.local_prometheus import (
+    LocalPrometheus,
+    ManagedServer,
+    ServerStartError,
+    free_port,
+)
 
 __all__ = [
     "CapturedRequest",
@@ -85,25 +91,6 @@ class HistorySeries(NamedTuple):
 
 #: What the loaders take: HistorySeries or plain ``(name, labels, points)`` tuples.
 History = Iterable[tuple[str, Mapping[str, str], Iterable[tuple[float, float]]]]
-
-
-class ServerStartError(RuntimeError):
-    """The server (or promtool) did not come up; the message carries its log."""
-
-
-def _excerpt(text: str, keep: int = 2500) -> str:
-    # The cause is usually near the top (a bad flag, before the usage text) or at the end.
-    if len(text) <= 2 * keep:
-        return text
-    return f"{text[:keep]}\n[... {len(text) - 2 * keep} characters ...]\n{text[-keep:]}"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that the OS just handed out (bind port 0, then release it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,164 +173,7 @@ def to_import_text(
     return "".join(iter_import_lines(history))
 
 
-# --------------------------------------------------------------------------------------------
-# Process management shared with support.victoria
-
-
-class ManagedServer:
-    """A server binary on a free loopback port with a temporary data dir and a log file.
-
-    Subclasses give the command line, the readiness path and any loading before or after the
-    start. Stopping terminates the process (SIGTERM, then SIGKILL after 10 s), waits for it,
-    closes the log and removes the temporary directory.
-    """
-
-    name = "server"
-    ready_path = "/"
-
-    def __init__(self, *, startup_timeout: float = 30.0) -> None:
-        self.startup_timeout = startup_timeout
-        self.port = 0
-        #: A path prefix the server serves under ("/prom"); part of :attr:`url`.
-        self.prefix = ""
-        self.scheme = "http"
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-
-    # -- for subclasses ------------------------------------------------------------------------
-
-    def command(self, port: int) -> list[str]:
-        """The command line to start the server on ``port``."""
-        raise NotImplementedError
-
-    def before_start(self) -> None:
-        """Runs once, after the directories exist and before the first start attempt."""
-
-    def after_start(self) -> None:
-        """Runs once the server is ready."""
-
-    # -- paths ---------------------------------------------------------------------------------
-
-    @property
-    def root(self) -> Path:
-        """The temporary directory holding data, config and log."""
-        if self._tmp is None:
-            raise RuntimeError(f"{self.name} is not started")
-        return Path(self._tmp.name)
-
-    @property
-    def data_dir(self) -> Path:
-        """The server's storage directory."""
-        return self.root / "data"
-
-    @property
-    def log_path(self) -> Path:
-        """Where the server's stdout and stderr go."""
-        return self.root / f"{self.name}.log"
-
-    @property
-    def root_url(self) -> str:
-        """The server's root, e.g. ``http://127.0.0.1:41234``, without the path prefix."""
-        if not self.port:
-            raise RuntimeError(f"{self.name} is not started")
-        return f"{self.scheme}://127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        """The base URL for an API client: the root plus the path prefix, if any."""
-        return self.root_url + self.prefix
-
-    def log_text(self) -> str:
-        """The log so far (for failure messages)."""
-        try:
-            return self.log_path.read_text(errors="replace")
-        except (OSError, RuntimeError):
-            return ""
-
-    # -- lifecycle -----------------------------------------------------------------------------
-
-    def start(self) -> ManagedServer:
-        """Start and wait until ready; on failure stop everything and raise ServerStartError."""
-        self._tmp = tempfile.TemporaryDirectory(prefix=f"migscope-{self.name}-")
-        try:
-            self.data_dir.mkdir()
-            self.before_start()
-            for attempt in range(3):
-                self.port = free_port()
-                if self._launch():
-                    break
-                # Another process took the port between bind(0) and the server's bind: retry.
-                if "address already in use" not in self.log_text() or attempt == 2:
-                    raise ServerStartError(
-                        f"{self.name} did not become ready on {self.url}: "
-                        f"{self._exit_note()}\n--- {self.log_path.name} ---\n"
-                        f"{_excerpt(self.log_text())}"
-                    )
-            self.after_start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _exit_note(self) -> str:
-        code = self._proc.poll() if self._proc is not None else None
-        return f"exited with {code}" if code is not None else "timed out"
-
-    def _launch(self) -> bool:
-        self._terminate()
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _terminate
-        self._proc = subprocess.Popen(
-            self.command(self.port),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=self.root,
-        )
-        deadline = time.monotonic() + self.startup_timeout
-        # Readiness only: certificates are checked by the tests, and 401 means "up, with auth".
-        with httpx.Client(timeout=2.0, trust_env=False, verify=False) as http:
-            while time.monotonic() < deadline:
-                if self._proc.poll() is not None:
-                    return False
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get(self.url + self.ready_path).status_code in (200, 401):
-                        return True
-                time.sleep(0.05)
-        return False
-
-    def _terminate(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            else:
-                proc.wait()
-        log, self._log = self._log, None
-        if log is not None:
-            log.close()
-
-    def stop(self) -> None:
-        """Stop the server and delete its directory (idempotent)."""
-        self._terminate()
-        tmp, self._tmp = self._tmp, None
-        if tmp is not None:
-            tmp.cleanup()
-        self.port = 0
-
-    def __enter__(self) -> ManagedServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-class PrometheusServer(ManagedServer):
+class PrometheusServer(LocalPrometheus):
     """A real Prometheus serving backfilled history (see the module docstring).
 
     Args:
@@ -362,9 +192,6 @@ class PrometheusServer(ManagedServer):
         startup_timeout: Seconds to wait for ``/-/ready``.
     """
 
-    name = "prometheus"
-    ready_path = "/-/ready"
-
     def __init__(
         self,
         history: History = (),
@@ -377,71 +204,49 @@ class PrometheusServer(ManagedServer):
         extra_args: Sequence[str] = (),
         startup_timeout: float = 30.0,
     ) -> None:
-        super().__init__(startup_timeout=startup_timeout)
+        super().__init__(
+            openmetrics,
+            retention=retention,
+            extra_args=extra_args,
+            startup_timeout=startup_timeout,
+        )
         self.prefix = "/" + route_prefix.strip("/") if route_prefix.strip("/") else ""
         self.web_config = web_config
         if web_config is not None and "tls_server_config" in web_config:
             self.scheme = "https"
         self._history = list(history)
-        self._openmetrics = Path(openmetrics) if openmetrics is not None else None
-        self.retention = retention
         self.remote_read = list(remote_read)
-        self.extra_args = list(extra_args)
         self.samples_loaded = 0
 
     def __enter__(self) -> PrometheusServer:
         self.start()
         return self
 
-    def before_start(self) -> None:
-        """Write the config and backfill the history with promtool."""
-        config = ["global:", "  scrape_interval: 1m", "scrape_configs: []"]
+    def config_lines(self) -> list[str]:
+        """The product's config plus any ``remote_read`` endpoints."""
+        config = super().config_lines()
         if self.remote_read:
             config.append("remote_read:")
             for url in self.remote_read:
                 config += [f"  - url: {url}", "    read_recent: true", "    remote_timeout: 2s"]
-        (self.root / "prometheus.yml").write_text("\n".join(config) + "\n")
+        return config
+
+    def before_start(self) -> None:
+        """Write the web config and the history, then let the product backfill it."""
         if self.web_config is not None:
             (self.root / "web.yml").write_text(self.web_config)
-        source = self._openmetrics
-        if source is None and self._history:
-            source = self.root / "history.om"
-            with open(source, "w", encoding="utf-8") as fh:
+        if self.openmetrics is None and self._history:
+            self.openmetrics = self.root / "history.om"
+            with open(self.openmetrics, "w", encoding="utf-8") as fh:
                 self.samples_loaded = write_openmetrics(self._history, fh)
-        if source is None:
-            return
-        result = subprocess.run(
-            [
-                "promtool",
-                "tsdb",
-                "create-blocks-from",
-                "openmetrics",
-                "--max-block-duration=168h",
-                str(source),
-                str(self.data_dir),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            cwd=self.root,
-        )
-        if result.returncode != 0:
-            raise ServerStartError(
-                f"promtool could not backfill {source.name} (exit {result.returncode}):\n"
-                f"{_excerpt(result.stdout + result.stderr)}"
-            )
+        super().before_start()
 
     def command(self, port: int) -> list[str]:
-        """``prometheus`` on ``port`` with the temporary config and data dir."""
+        """The product's command line plus the route prefix and web config."""
         return [
-            "prometheus",
-            f"--config.file={self.root / 'prometheus.yml'}",
-            f"--storage.tsdb.path={self.data_dir}",
-            f"--storage.tsdb.retention.time={self.retention}",
-            f"--web.listen-address=127.0.0.1:{port}",
+            *super().command(port),
             *([f"--web.route-prefix={self.prefix}"] if self.prefix else []),
             *([f"--web.config.file={self.root / 'web.yml'}"] if self.web_config else []),
-            *self.extra_args,
         ]
 
 

@@ -10,6 +10,7 @@ and CI logs get the report alone.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -24,6 +25,7 @@ from migscope.analyzer.openmetrics import ExpositionError
 from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze
 from migscope.analyzer.policy import Policy, PolicyError, load_policy
 from migscope.analyzer.report import Format, render, write_reports
+from migscope.analyzer.sources.local_prometheus import LocalPrometheus, ServerStartError
 from migscope.analyzer.sources.prometheus import PrometheusClient, PrometheusError
 from migscope.analyzer.sources.remote_stats import remote_slice_stats
 from migscope.analyzer.stats import SliceSeries
@@ -85,46 +87,58 @@ def run_analysis(
     time_limit_s: float,
     bearer_token_file: str | None = None,
     show_progress: bool = False,
+    prometheus_embedded: bool = False,
 ) -> AnalysisResult:
-    """Read the chosen source and analyse it; every expected failure is an InvalidInput."""
+    """Read the chosen source and analyse it; every expected failure is an InvalidInput.
+
+    With ``prometheus_embedded`` the simulated or file history is first backfilled into a
+    real Prometheus started for the run, and the statistics come from its PromQL, exactly as
+    with ``--prometheus``.
+    """
     say = progress_reporter(show_progress)
     slices: Iterable[SliceSeries | SliceStats]
     try:
-        if simulate is not None:
-            names = [n.strip() for n in simulate.split(",") if n.strip()]
-            sim = load_fleet(names)
-            start = sim.clock.start
-            window = (start, start + window_s)
-            if say is not None:
-                say(f"simulating {', '.join(names)}: {window_s / 86400:g} days")
-            slices = simulate_slices(sim, window_s=window_s, step_s=step)
-        elif source is not None:
-            found = read_openmetrics(source)
-            window = (found.last - window_s, found.last)
-            slices = found.series
-        else:
-            assert prometheus is not None
-            try:
-                client = PrometheusClient(prometheus, bearer_token_file=bearer_token_file)
-            except ValueError as exc:
-                raise InvalidInput(str(exc)) from None
-            end = time.time()
-            run = remote_slice_stats(client, start=end - window_s, end=end, step=step)
-            window = (run.window_start, run.window_end)
-            slices = run
-        result = analyze(
-            slices,
-            window=window,
-            policy=policy,
-            step=step,
-            price_per_gpu_hour=price,
-            headroom=headroom,
-            objective=objective,
-            time_limit_s=time_limit_s,
-            progress=say,
-        )
+        with contextlib.ExitStack() as stack:
+            if simulate is not None:
+                names = [n.strip() for n in simulate.split(",") if n.strip()]
+                sim = load_fleet(names)
+                start = sim.clock.start
+                window = (start, start + window_s)
+                if say is not None:
+                    say(f"simulating {', '.join(names)}: {window_s / 86400:g} days")
+                slices = simulate_slices(sim, window_s=window_s, step_s=step)
+            elif source is not None:
+                found = read_openmetrics(source)
+                window = (found.last - window_s, found.last)
+                slices = found.series
+            else:
+                assert prometheus is not None
+                client = _client(prometheus, bearer_token_file)
+                end = time.time()
+                window = (end - window_s, end)
+            if prometheus_embedded:
+                server = _local_prometheus(stack, slices, window_s, say)
+                client = _client(server.url, None)
+            if prometheus is not None or prometheus_embedded:
+                stack.enter_context(client)
+                run = remote_slice_stats(client, start=window[0], end=window[1], step=step)
+                window = (run.window_start, run.window_end)
+                slices = run
+            result = analyze(
+                slices,
+                window=window,
+                policy=policy,
+                step=step,
+                price_per_gpu_hour=price,
+                headroom=headroom,
+                objective=objective,
+                time_limit_s=time_limit_s,
+                progress=say,
+            )
     except (ExpositionError, NoMigSeriesError, ScenarioError, PrometheusError) as exc:
         raise InvalidInput(str(exc)) from None
+    except ServerStartError as exc:
+        raise InvalidInput(f"embedded Prometheus: {exc}") from None
     except FileNotFoundError as exc:
         raise InvalidInput(str(exc).strip("'\"")) from None
     except ValueError as exc:
@@ -132,6 +146,31 @@ def run_analysis(
     if not result.slices:
         raise InvalidInput("no MIG series found in the window")
     return result
+
+
+def _client(url: str, bearer_token_file: str | None) -> PrometheusClient:
+    try:
+        return PrometheusClient(url, bearer_token_file=bearer_token_file)
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from None
+
+
+def _local_prometheus(
+    stack: contextlib.ExitStack,
+    slices: Iterable[SliceSeries | SliceStats],
+    window_s: float,
+    say: Callable[[str], None] | None,
+) -> LocalPrometheus:
+    """Start a real Prometheus backfilled with ``slices``, closed with ``stack``."""
+    series = (s for s in slices if isinstance(s, SliceSeries))
+    if say is not None:
+        say("writing the history and backfilling a local Prometheus with promtool")
+    server = LocalPrometheus(slices=series, span_seconds=window_s)
+    stack.enter_context(server)
+    if say is not None and server.written is not None:
+        written = server.written
+        say(f"Prometheus at {server.url}: {written.series} series, {written.samples:,} samples")
+    return server
 
 
 def summary_lines(result: AnalysisResult) -> list[str]:
@@ -164,6 +203,11 @@ def summary_lines(result: AnalysisResult) -> list[str]:
     help="Simulate a scenario (built-in name or file; several comma-separated form one fleet).",
 )
 @click.option("--prometheus", metavar="URL", help="Prometheus-compatible HTTP API root.")
+@click.option(
+    "--prometheus-embedded",
+    is_flag=True,
+    help="With --simulate or --source: backfill a local Prometheus (on PATH) and query it.",
+)
 @click.option(
     "--bearer-token-file",
     metavar="FILE",
@@ -200,6 +244,7 @@ def analyze_command(
     source: str | None,
     simulate: str | None,
     prometheus: str | None,
+    prometheus_embedded: bool,
     bearer_token_file: str | None,
     window: str,
     step: float,
@@ -221,6 +266,10 @@ def analyze_command(
         raise InvalidInput(
             "give exactly one of --source FILE, --simulate SCENARIO, --prometheus URL"
         )
+    if prometheus_embedded and prometheus is not None:
+        raise InvalidInput(
+            "--prometheus-embedded goes with --simulate or --source, not --prometheus"
+        )
     window_s = parse_window(window)
     try:
         policy = load_policy(policy_file)
@@ -241,6 +290,7 @@ def analyze_command(
         time_limit_s=time_limit,
         bearer_token_file=bearer_token_file,
         show_progress=sys.stderr.isatty(),
+        prometheus_embedded=prometheus_embedded,
     )
     fmt: Format | None = None
     if output in ("json", "md", "csv", "html"):

@@ -4,6 +4,8 @@ It simulates a week of a small mixed fleet from the built-in scenarios (``fleet-
 two H100 nodes and an A100 node with Alibaba inference traces and a re-partition on day 3;
 ``h200-node``: an HGX H200 node with idle, oversized, saturated and unallocated slices),
 analyses it exactly as ``migscope analyze`` would, and writes every output into ``--out``.
+With ``--prometheus-embedded`` the week is first backfilled into a real Prometheus started
+for the run (``prometheus``/``promtool`` on the PATH) and the statistics come from PromQL.
 The simulator's ground truth is sampled directly (no NVML calls, no text round trip), which
 is what keeps a week of four nodes well under a minute on two cores.
 """
@@ -43,11 +45,25 @@ DEMO_FLEET = "fleet-mixed,h200-node"
     help="Scenario(s) to simulate, comma-separated (built-in names or files).",
 )
 @click.option("--price-per-gpu-hour", type=float, default=None, help="Adds costs to savings.")
-def demo(out_dir: str, window: str, scenario: str, price_per_gpu_hour: float | None) -> None:
+@click.option(
+    "--prometheus-embedded",
+    is_flag=True,
+    help="Run the analysis through a real Prometheus (on PATH) backfilled with the week.",
+)
+def demo(
+    out_dir: str,
+    window: str,
+    scenario: str,
+    price_per_gpu_hour: float | None,
+    prometheus_embedded: bool,
+) -> None:
     """Simulate a week of a small MIG fleet, analyse it, and write the reports."""
     began = time.monotonic()
     window_s = parse_window(window)
-    click.echo(f"Simulating {window} of {scenario.replace(',', ' + ')} and analysing it ...")
+    through = " through a local Prometheus" if prometheus_embedded else ""
+    click.echo(
+        f"Simulating {window} of {scenario.replace(',', ' + ')} and analysing it{through} ..."
+    )
     result = run_analysis(
         source=None,
         simulate=scenario,
@@ -60,6 +76,7 @@ def demo(out_dir: str, window: str, scenario: str, price_per_gpu_hour: float | N
         objective="consolidate",
         time_limit_s=5.0,
         show_progress=sys.stderr.isatty(),
+        prometheus_embedded=prometheus_embedded,
     )
     try:
         written = write_reports(result, out_dir)
