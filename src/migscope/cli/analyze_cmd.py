@@ -11,10 +11,11 @@ and CI logs get the report alone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import click
 
@@ -26,7 +27,11 @@ from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze
 from migscope.analyzer.policy import Policy, PolicyError, load_policy
 from migscope.analyzer.report import Format, render, write_reports
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus, ServerStartError
-from migscope.analyzer.sources.prometheus import PrometheusClient, PrometheusError
+from migscope.analyzer.sources.prometheus import (
+    DEFAULT_TIMEOUT_SECONDS,
+    PrometheusClient,
+    PrometheusError,
+)
 from migscope.analyzer.sources.remote_stats import remote_slice_stats
 from migscope.analyzer.stats import SliceSeries
 from migscope.cli.errors import InvalidInput
@@ -88,6 +93,7 @@ def run_analysis(
     bearer_token_file: str | None = None,
     show_progress: bool = False,
     prometheus_embedded: bool = False,
+    timeout_s: float = DEFAULT_TIMEOUT_SECONDS,
 ) -> AnalysisResult:
     """Read the chosen source and analyse it; every expected failure is an InvalidInput.
 
@@ -113,12 +119,12 @@ def run_analysis(
                 slices = found.series
             else:
                 assert prometheus is not None
-                client = _client(prometheus, bearer_token_file)
+                client = _client(prometheus, bearer_token_file, timeout_s)
                 end = time.time()
                 window = (end - window_s, end)
             if prometheus_embedded:
                 server = _local_prometheus(stack, slices, window_s, say)
-                client = _client(server.url, None)
+                client = _client(server.url, None, timeout_s)
             if prometheus is not None or prometheus_embedded:
                 stack.enter_context(client)
                 run = remote_slice_stats(client, start=window[0], end=window[1], step=step)
@@ -135,6 +141,8 @@ def run_analysis(
                 time_limit_s=time_limit_s,
                 progress=say,
             )
+            if prometheus is not None or prometheus_embedded:
+                result = _with_server_warnings(result, client.warnings)
     except (ExpositionError, NoMigSeriesError, ScenarioError, PrometheusError) as exc:
         raise InvalidInput(str(exc)) from None
     except ServerStartError as exc:
@@ -148,11 +156,19 @@ def run_analysis(
     return result
 
 
-def _client(url: str, bearer_token_file: str | None) -> PrometheusClient:
+def _client(url: str, bearer_token_file: str | None, timeout_s: float) -> PrometheusClient:
     try:
-        return PrometheusClient(url, bearer_token_file=bearer_token_file)
+        return PrometheusClient(url, bearer_token_file=bearer_token_file, timeout=timeout_s)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+
+
+def _with_server_warnings(result: AnalysisResult, warnings: Sequence[str]) -> AnalysisResult:
+    """The result with the server's warnings (partial data) among its notes."""
+    if not warnings:
+        return result
+    notes = [f"the server warned, so statistics may rest on partial data: {w}" for w in warnings]
+    return dataclasses.replace(result, notes=(*result.notes, *notes))
 
 
 def _local_prometheus(
@@ -213,6 +229,13 @@ def summary_lines(result: AnalysisResult) -> list[str]:
     metavar="FILE",
     help="Bearer token for --prometheus, re-read on every request.",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=DEFAULT_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds to wait for each Prometheus request.",
+)
 @click.option("--window", "window", default="7d", show_default=True, help="Window length.")
 @click.option(
     "--step", default=60.0, show_default=True, type=float, help="Sample interval, seconds."
@@ -246,6 +269,7 @@ def analyze_command(
     prometheus: str | None,
     prometheus_embedded: bool,
     bearer_token_file: str | None,
+    timeout: float,
     window: str,
     step: float,
     policy_file: str | None,
@@ -291,6 +315,7 @@ def analyze_command(
         bearer_token_file=bearer_token_file,
         show_progress=sys.stderr.isatty(),
         prometheus_embedded=prometheus_embedded,
+        timeout_s=timeout,
     )
     fmt: Format | None = None
     if output in ("json", "md", "csv", "html"):

@@ -67,7 +67,13 @@ _log = logging.getLogger(__name__)
 
 #: Connect quickly or fail (an unreachable host should say so in seconds); give a window query
 #: a minute to evaluate, which is the order of Prometheus's own default ``-query.timeout`` (2m).
-DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+DEFAULT_TIMEOUT_SECONDS = 60.0
+"""How long one request may take: a week of statistics for a big chunk of nodes is slow."""
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+"""Connecting takes milliseconds when the server is there; waiting longer only hides it."""
+
+DEFAULT_TIMEOUT = httpx.Timeout(DEFAULT_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
 
 #: Prometheus refuses a range query with more than 11,000 steps per series ("exceeded maximum
 #: resolution of 11,000 points per timeseries"); VictoriaMetrics allows 30,000 by default.
@@ -498,7 +504,7 @@ class PrometheusClient:
             Mimir/Cortex tenants.
         params: Extra query parameters on every request, e.g. ``{"dedup": "true"}`` for Thanos
             or ``{"nocache": "1"}`` for VictoriaMetrics.
-        timeout: httpx timeout, or seconds for all phases.
+        timeout: httpx timeout, or seconds per request (connecting: at most 5 of them).
         retries: Retries after the first attempt (0 disables retrying).
         backoff: First retry delay in seconds.
         max_backoff: Longest single wait, and the longest ``Retry-After`` honoured.
@@ -562,8 +568,12 @@ class PrometheusClient:
         self._max_backoff = max_backoff
         self._stats = stats
         self._sleep = sleep
-        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
-        self._seen_warnings: set[str] = set()
+        self._timeout = (
+            timeout
+            if isinstance(timeout, httpx.Timeout)
+            else httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_SECONDS))
+        )
+        self._seen_warnings: dict[str, None] = {}
         self._lock = threading.Lock()
         self._usage = ClientUsage()
 
@@ -603,6 +613,16 @@ class PrometheusClient:
         """A copy of the running totals over all calls so far."""
         with self._lock:
             return dataclasses.replace(self._usage)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every distinct warning the server sent so far, in order (partial data, mostly).
+
+        The report repeats them: a Thanos store that did not answer means the statistics
+        rest on part of the data, and the reader must know that.
+        """
+        with self._lock:
+            return tuple(self._seen_warnings)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -1112,7 +1132,7 @@ class PrometheusClient:
         infos = _strings(payload.get("infos"))
         for warning in warnings:
             if warning not in self._seen_warnings:
-                self._seen_warnings.add(warning)
+                self._seen_warnings[warning] = None
                 _log.warning("Prometheus at %s warns: %s", shown, _one_line(warning))
         return _Envelope(data=payload["data"], warnings=warnings, infos=infos)
 
