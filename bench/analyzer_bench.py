@@ -135,13 +135,14 @@ class Fleet:
         ).encode()
 
 
-def write_history(fleet: Fleet, t0: int, out: BinaryIO) -> int:
-    """Write the fleet's week as OpenMetrics; returns the number of samples."""
+def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = None) -> int:
+    """Write the week of the fleet's slices in ``part`` (all) as OpenMetrics; samples written."""
+    part = range(fleet.slices) if part is None else part
     stamps = digits(t0 + STEP * np.arange(POINTS, dtype=np.int64), 10)
     minutes = np.arange(POINTS, dtype=np.float64)
     day = np.sin(2 * np.pi * minutes / 1440.0)
     total = 0
-    chunks = [range(s, min(s + CHUNK, fleet.slices)) for s in range(0, fleet.slices, CHUNK)]
+    chunks = [range(s, min(s + CHUNK, part.stop)) for s in range(part.start, part.stop, CHUNK)]
 
     def family(name: str, make: Any) -> None:
         nonlocal total
@@ -181,7 +182,7 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO) -> int:
     family("migscope_mig_memory_used_bytes", memory)
     family("migscope_mig_energy_estimated_joules_total", energy)
     # Pod info: variable spans, so one series at a time.
-    for i in range(fleet.slices):
+    for i in part:
         for k, (first, end) in enumerate(fleet.spans[i]):
             prefix = (
                 b"migscope_mig_pod_info{"
@@ -239,35 +240,56 @@ def proc_kib(pid: int, field: str) -> float:
 # Driver
 
 
-def bench_size(slices: int, chunk_nodes: Sequence[int], work: Path) -> Iterator[dict[str, Any]]:
-    """Generate, backfill, serve and measure one fleet size; one result per ``chunk_nodes``."""
+def bench_size(
+    slices: int, chunk_nodes: Sequence[int], work: Path, parts: int = 1
+) -> Iterator[dict[str, Any]]:
+    """Generate, backfill, serve and measure one fleet size; one result per ``chunk_nodes``.
+
+    With ``parts`` > 1 the history is written and backfilled a part of the slices at a time
+    (whole nodes per part), each file deleted after its backfill: 10,000 slices are ~69 GB
+    of text at once. Prometheus merges the overlapping blocks when it opens them.
+    """
     sys.path.insert(0, str(ROOT / "tests"))
     from support.prometheus import PrometheusServer
 
     t0 = week_start(time.time())
     fleet = Fleet(slices)
-    path = work / f"history-{slices}.om"
-    started = time.perf_counter()
-    with open(path, "wb") as fh:
-        samples = write_history(fleet, t0, fh)
-    gen_s = time.perf_counter() - started
-    size_mib = path.stat().st_size / 2**20
-    print(f"# {slices} slices: {samples:,} samples, {size_mib:,.0f} MiB in {gen_s:.1f} s")
+    per_part = -(-slices // parts // SLICES_PER_NODE) * SLICES_PER_NODE
+    ranges = [range(a, min(a + per_part, slices)) for a in range(0, slices, per_part)]
+    totals = {"samples": 0, "gen_s": 0.0, "size_mib": 0.0}
+
+    def generate(part: range) -> Path:
+        path = work / f"history-{slices}-{part.start}.om"
+        started = time.perf_counter()
+        with open(path, "wb") as fh:
+            samples = write_history(fleet, t0, fh, part)
+        totals["samples"] += samples
+        totals["gen_s"] += time.perf_counter() - started
+        totals["size_mib"] += path.stat().st_size / 2**20
+        print(f"# slices {part.start}-{part.stop}: {samples:,} samples", flush=True)
+        return path
 
     class TimedServer(PrometheusServer):
         backfill_s = 0.0
 
         def before_start(self) -> None:
-            begun = time.perf_counter()
+            begun, gen_before = time.perf_counter(), totals["gen_s"]
             super().before_start()
-            self.backfill_s = time.perf_counter() - begun
+            for part in ranges[1:]:
+                path = generate(part)
+                self.backfill(path)
+                path.unlink()
+            self.backfill_s = time.perf_counter() - begun - (totals["gen_s"] - gen_before)
 
-    server = TimedServer(openmetrics=path, startup_timeout=300.0)
+    path = generate(ranges[0])
+    server = TimedServer(openmetrics=path, startup_timeout=600.0)
     started = time.perf_counter()
     with server:
         ready_s = time.perf_counter() - started
         backfill_s = server.backfill_s
-        path.unlink()
+        path.unlink(missing_ok=True)
+        samples, gen_s, size_mib = totals["samples"], totals["gen_s"], totals["size_mib"]
+        print(f"# {slices} slices: {samples:,} samples, {size_mib:,.0f} MiB in {gen_s:.1f} s")
         print(f"# backfill {backfill_s:.1f} s, Prometheus ready after {ready_s:.1f} s")
         assert server._proc is not None
         pid = server._proc.pid
@@ -332,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--slices", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--chunk-nodes", type=int, nargs="+", default=[50])
+    parser.add_argument("--parts", type=int, default=1, help="write+backfill in this many parts")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--measure", nargs=4, metavar=("URL", "START", "END", "CHUNK"))
     args = parser.parse_args(argv)
@@ -342,7 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="migscope-bench-") as tmp:
         for slices in args.slices:
-            for result in bench_size(slices, args.chunk_nodes, Path(tmp)):
+            for result in bench_size(slices, args.chunk_nodes, Path(tmp), args.parts):
                 results.append(result)
                 print(json.dumps(result), flush=True)
     print(table(results))

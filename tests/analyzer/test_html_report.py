@@ -163,22 +163,23 @@ def test_placements_drawn_at_their_offsets(report: dict[str, Any]) -> None:
         assert int(match[0][5]) == LAYOUT_LEFT_PX + s["placement_start"] * LAYOUT_SLICE_PX + 2
 
 
-def test_heatmap_of_window_statistics(report: dict[str, Any]) -> None:
-    page = render_html(report)
-    current = sum(1 for s in report["slices"] if s["current"])
+def test_heatmap_of_window_statistics_without_hours(report: dict[str, Any]) -> None:
+    data = copy.deepcopy(report)
+    for s in data["slices"]:
+        s["hourly"] = None  # a window off the hour grid, or an older report
+    page = render_html(data)
+    current = sum(1 for s in data["slices"] if s["current"])
     assert 'data-kind="window-stats"' in page
     assert page.count('<rect class="cell"') == 3 * current
     assert "not per-hour activity" in page
 
 
-def test_heatmap_of_hourly_activity_when_present(report: dict[str, Any]) -> None:
-    data = copy.deepcopy(report)
-    for s in data["slices"]:
-        s["evidence"]["activity_hourly"] = [0.5] * 23 + [None]
-    page = render_html(data)
-    current = sum(1 for s in data["slices"] if s["current"])
+def test_heatmap_of_hourly_activity(report: dict[str, Any]) -> None:
+    page = render_html(report)
+    current = sum(1 for s in report["slices"] if s["current"])
+    assert all(len(s["hourly"]["activity"]) == 48 for s in report["slices"])  # a 2-day window
     assert 'data-kind="hourly"' in page
-    assert page.count('<rect class="cell"') == 24 * current
+    assert page.count('<rect class="cell"') == 48 * current
 
 
 def test_waste_bars_per_namespace(report: dict[str, Any]) -> None:

@@ -301,6 +301,15 @@ def test_server_and_embedded_agree_field_by_field(case: Case) -> None:
         assert [(o.namespace, o.pod) for o in got.owners] == [
             (o.namespace, o.pod) for o in want.owners
         ]
+        assert got.hourly is not None
+        assert want.hourly is not None
+        assert len(got.hourly.activity) == len(want.hourly.activity) == 48
+        for hour, (a, b) in enumerate(zip(got.hourly.activity, want.hourly.activity, strict=True)):
+            assert _close(a, b), f"{got.key} activity hour {hour}: server {a} != embedded {b}"
+        for hour, (a, b) in enumerate(
+            zip(got.hourly.allocated, want.hourly.allocated, strict=True)
+        ):
+            assert _close(a, b), f"{got.key} allocated hour {hour}: server {a} != embedded {b}"
         for a, b in zip(got.owners, want.owners, strict=True):
             assert _close(a.fraction, b.fraction)
 
@@ -326,6 +335,16 @@ def test_planted_truths_come_out(case: Case) -> None:
     assert gappy.activity_max <= 0.15
     assert sorted(o.pod for o in gappy.owners) == ["job-a", "job-b"]  # owner changed
     assert 0.5 < destroyed.coverage < 0.7  # destroyed 31 h into a 48 h window
+    assert destroyed.hourly is not None
+    # Its last sample is a minute before hour 31 ends: hour 30 is held 59 of 60 minutes.
+    assert destroyed.hourly.allocated[:30] == (1.0,) * 30
+    assert destroyed.hourly.allocated[30] == 59 / 60
+    assert destroyed.hourly.allocated[31:] == (0.0,) * 17
+    assert destroyed.hourly.activity[31:] == (None,) * 17
+    assert gappy.hourly is not None
+    assert 5 <= gappy.hourly.activity.count(None) <= 7  # the six-hour gap
+    assert idle.hourly is not None
+    assert set(idle.hourly.activity) == {0.0}
     if case.dialect is Dialect.MIGSCOPE:
         assert busy.energy_joules is not None
         assert busy.energy_joules > 0

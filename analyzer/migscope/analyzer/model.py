@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 __all__ = [
+    "HourlyUse",
     "JsonValue",
     "Owner",
     "SliceInfo",
@@ -120,6 +121,35 @@ class Owner(NamedTuple):
 
 
 @dataclass(frozen=True)
+class HourlyUse:
+    """A slice's use per period (an hour by default) of the window, oldest first.
+
+    Why per hour on top of the window statistics: the report's heatmap shows *when* a slice
+    works, and the what-if replay needs *when* each slice was held to tell whether a
+    proposed layout would have served the demand hour by hour, not just at its peak.
+
+    Attributes:
+        period_seconds: Bucket length; bucket ``i`` is ``(start + i·period, start +
+            (i+1)·period]``.
+        activity: Mean of the per-step activity values in each bucket (the last sample of
+            each step interval, NaN dropped), or None where the bucket has none.
+        allocated: Share of each bucket's step intervals in which some pod held the slice.
+    """
+
+    period_seconds: float
+    activity: tuple[float | None, ...]
+    allocated: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """The buckets as JSON values (unknown activity as null)."""
+        return {
+            "period_seconds": self.period_seconds,
+            "activity": [_finite(v) for v in self.activity],
+            "allocated": [_finite(v) for v in self.allocated],
+        }
+
+
+@dataclass(frozen=True)
 class SliceStats:
     """One slice's use over one window: the evidence every decision is made from.
 
@@ -150,6 +180,8 @@ class SliceStats:
         energy_joules: Estimated energy over the window (migscope's per-slice estimate), or
             None where no per-slice estimate exists (dcgm-exporter only repeats the whole
             GPU's energy on every slice, which must not be attributed to one of them).
+        hourly: Use per hour of the window, or None when the window is not a whole number
+            of hours on the hour grid (or the source did not compute it).
     """
 
     info: SliceInfo
@@ -167,6 +199,7 @@ class SliceStats:
     allocated_fraction: float
     owners: tuple[Owner, ...]
     energy_joules: float | None
+    hourly: HourlyUse | None = None
 
     @property
     def key(self) -> SliceKey:
@@ -206,4 +239,5 @@ class SliceStats:
             "allocated_fraction": _finite(self.allocated_fraction),
             "owners": [owner.to_dict() for owner in self.owners],
             "energy_joules": _finite(self.energy_joules),
+            "hourly": self.hourly.to_dict() if self.hourly is not None else None,
         }

@@ -119,6 +119,7 @@ class SliceResult:
             "pod": owner.pod if owner is not None else None,
             "owners": [o.to_dict() for o in self.stats.owners],
             "energy_joules": self.stats.to_dict()["energy_joules"],
+            "hourly": self.stats.hourly.to_dict() if self.stats.hourly is not None else None,
             "current": self.current,
             "in_use": self.in_use,
             "demand_profile": self.demand_profile,

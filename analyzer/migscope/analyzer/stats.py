@@ -56,13 +56,15 @@ from typing import Literal, TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from migscope.analyzer.model import Owner, SliceInfo, SliceStats
+from migscope.analyzer.model import HourlyUse, Owner, SliceInfo, SliceStats
 
 __all__ = [
     "DEFAULT_STEP_SECONDS",
+    "HOURLY_PERIOD_SECONDS",
     "RangeSemantics",
     "SliceSeries",
     "TimeSeries",
+    "hourly_buckets",
     "iter_slice_stats",
     "prometheus_increase",
     "prometheus_quantile",
@@ -71,6 +73,9 @@ __all__ = [
 
 DEFAULT_STEP_SECONDS = 60.0
 """Resolution the analyzer expects its data at: one sample per slice per minute."""
+
+HOURLY_PERIOD_SECONDS = 3600.0
+"""Bucket length of the per-hour use (heatmap columns, what-if replay)."""
 
 RangeSemantics: TypeAlias = Literal["prometheus3", "prometheus2", "victoriametrics"]
 """Which engine to copy: window edges ``(start, end]`` (Prometheus 3, VictoriaMetrics) or
@@ -317,6 +322,73 @@ def _quantiles(series: TimeSeries) -> tuple[float | None, float | None, float | 
     )
 
 
+def hourly_buckets(start: float, end: float, step: float, period: float) -> int | None:
+    """How many ``period`` buckets the window holds, or None when it cannot be bucketed.
+
+    Buckets need the window to be a whole number of periods, each a whole number of steps,
+    and ``end`` on the period grid (so that a server's range query at ``period`` resolution,
+    which VictoriaMetrics and Thanos align to multiples of the step, lands on the same
+    instants). :func:`~migscope.analyzer.sources.remote_stats.snap_window` with
+    ``step=period`` gives such a window.
+    """
+    start_ms, end_ms, step_ms, period_ms = _to_ms(start), _to_ms(end), _to_ms(step), _to_ms(period)
+    if step_ms <= 0 or period_ms <= 0 or period_ms % step_ms or end_ms % period_ms:
+        return None
+    if (end_ms - start_ms) <= 0 or (end_ms - start_ms) % period_ms:
+        return None
+    return (end_ms - start_ms) // period_ms
+
+
+def _hourly(
+    activity: TimeSeries | None,
+    holders: Iterable[_Int64Array],
+    *,
+    end_ms: int,
+    step_ms: int,
+    period_ms: int,
+    buckets: int,
+) -> HourlyUse:
+    """Per-bucket activity and allocation, exactly as the server's range queries compute them.
+
+    Step interval ``k`` is ``(end - (k+1)·step, end - k·step]``; a bucket holds ``L =
+    period/step`` of them. Activity per interval is its last sample, dropped when NaN
+    (PromQL's ``last_over_time(x[step]) >= 0``); allocation counts intervals with a holder.
+    """
+    per = period_ms // step_ms
+    total = buckets * per
+
+    def interval(stamps: _Int64Array) -> _Int64Array:
+        return (end_ms - stamps) // step_ms
+
+    act_sum = np.zeros(buckets)
+    act_n = np.zeros(buckets, dtype=np.int64)
+    if activity is not None and len(activity):
+        k = interval(activity.timestamps_ms)
+        inside = (k >= 0) & (k < total)
+        k, values = k[inside], activity.values[inside]
+        # Samples ascend in time, so k descends: the first occurrence of each k is its last.
+        ks, first = np.unique(k, return_index=True)
+        last = values[first]
+        keep = ~np.isnan(last)
+        b = buckets - 1 - ks[keep] // per
+        np.add.at(act_sum, b, last[keep])
+        np.add.at(act_n, b, 1)
+    held_k: _Int64Array = np.empty(0, dtype=np.int64)
+    parts = [interval(stamps) for stamps in holders]
+    if parts:
+        k = np.unique(np.concatenate(parts))
+        held_k = k[(k >= 0) & (k < total)]
+    held_n = np.bincount(buckets - 1 - held_k // per, minlength=buckets)
+    return HourlyUse(
+        period_seconds=period_ms / 1000.0,
+        activity=tuple(
+            float(s / n) if n else None
+            for s, n in zip(act_sum.tolist(), act_n.tolist(), strict=True)
+        ),
+        allocated=tuple(float(n) / per for n in held_n.tolist()),
+    )
+
+
 def slice_stats(
     series: SliceSeries,
     *,
@@ -324,6 +396,7 @@ def slice_stats(
     end: float,
     step: float = DEFAULT_STEP_SECONDS,
     semantics: RangeSemantics = "prometheus3",
+    period: float | None = HOURLY_PERIOD_SECONDS,
 ) -> SliceStats:
     """Summarise one slice's samples over the window ``(start, end]``.
 
@@ -334,6 +407,8 @@ def slice_stats(
         step: The expected sample interval, seconds: the window holds ``ceil(W/step)`` step
             intervals, and coverage is the share of them that hold a sample.
         semantics: Which engine's window edges and ``increase()`` to copy.
+        period: Bucket length of :attr:`SliceStats.hourly` (None: no buckets); buckets are
+            only made when :func:`hourly_buckets` says the window allows them.
 
     Returns:
         The statistics; numbers the samples cannot give are None, never zero.
@@ -391,6 +466,19 @@ def slice_stats(
     ]
     act_p50, act_p95, act_max = _quantiles(activity)
     _, mem_p95, mem_peak = _quantiles(memory)
+    n_buckets = hourly_buckets(start, end, step, period) if period else None
+    hourly = (
+        _hourly(
+            series.activity,
+            series.holders.values(),
+            end_ms=end_ms,
+            step_ms=step_ms,
+            period_ms=_to_ms(period),
+            buckets=n_buckets,
+        )
+        if n_buckets and period
+        else None
+    )
     return SliceStats(
         info=series.info,
         window_start=start,
@@ -407,6 +495,7 @@ def slice_stats(
         allocated_fraction=held.size / seen if seen else 0.0,
         owners=owners,
         energy_joules=sum(increases) if increases else None,
+        hourly=hourly,
     )
 
 

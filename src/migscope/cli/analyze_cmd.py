@@ -32,8 +32,8 @@ from migscope.analyzer.sources.prometheus import (
     PrometheusClient,
     PrometheusError,
 )
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.stats import SliceSeries
+from migscope.analyzer.sources.remote_stats import remote_slice_stats, snap_window
+from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, SliceSeries
 from migscope.cli.errors import InvalidInput
 from migscope.sim import ScenarioError
 
@@ -115,13 +115,12 @@ def run_analysis(
                 slices = simulate_slices(sim, window_s=window_s, step_s=step)
             elif source is not None:
                 found = read_openmetrics(source)
-                window = (found.last - window_s, found.last)
+                window = _window_ending(found.last, window_s)
                 slices = found.series
             else:
                 assert prometheus is not None
                 client = _client(prometheus, bearer_token_file, timeout_s)
-                end = time.time()
-                window = (end - window_s, end)
+                window = _window_ending(time.time(), window_s)
             if prometheus_embedded:
                 server = _local_prometheus(stack, slices, window_s, say)
                 client = _client(server.url, None, timeout_s)
@@ -154,6 +153,17 @@ def run_analysis(
     if not result.slices:
         raise InvalidInput("no MIG series found in the window")
     return result
+
+
+def _window_ending(end: float, window_s: float) -> tuple[float, float]:
+    """The window of ``window_s`` ending at ``end``, on the hour grid when it is whole hours.
+
+    Whole hours ending on the hour are what per-hour use needs (the heatmap, the what-if
+    replay): the end moves back to the last full hour, so the newest partial hour is left out.
+    """
+    if window_s % HOURLY_PERIOD_SECONDS == 0 and end - window_s > 0:
+        return snap_window(end - window_s, end, HOURLY_PERIOD_SECONDS)
+    return (end - window_s, end)
 
 
 def _client(url: str, bearer_token_file: str | None, timeout_s: float) -> PrometheusClient:

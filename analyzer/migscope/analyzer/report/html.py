@@ -4,10 +4,10 @@ Everything is drawn from the JSON report (``schema_version`` 1, docs/report-sche
 inline SVG generated here: no JavaScript charting library, no external CSS, fonts or images,
 and a Content-Security-Policy that forbids the page from loading anything. The charts:
 
-* **Slice activity heatmap**: one row per current slice. When a slice's evidence carries
-  per-hour activity (``evidence.activity_hourly``, a list of 0..1 or null) the columns are the
-  hours of the window; schema 1 reports hold window statistics only, so the columns are
-  then activity p50, p95 and max over the window (the chart's caption says which).
+* **Slice activity heatmap**: one row per current slice. When every slice carries per-hour
+  activity (``hourly.activity``, a list of 0..1 or null; the analyzer adds it whenever the
+  window is whole hours on the hour grid) the columns are the hours of the window; otherwise
+  they are activity p50, p95 and max over the window (the chart's caption says which).
 * **Idle and unallocated slices** with every owner that held them.
 * **Waste per namespace**: stacked bars of idle and oversized GPU-hours.
 * **Layouts per GPU**: the GPU's memory slices as a row of boxes and each GPU instance as a
@@ -207,10 +207,14 @@ def _summary(report: Mapping[str, Any]) -> str:
 
 
 def _hourly(s: Mapping[str, Any]) -> list[float | None] | None:
+    hourly = s.get("hourly")
     evidence = s.get("evidence")
-    if not isinstance(evidence, Mapping):
+    if isinstance(hourly, Mapping):
+        series = hourly.get("activity")
+    elif isinstance(evidence, Mapping):
+        series = evidence.get("activity_hourly")
+    else:
         return None
-    series = evidence.get("activity_hourly")
     if not isinstance(series, list) or not series:
         return None
     return [_num(v) for v in series]

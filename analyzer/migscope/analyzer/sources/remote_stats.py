@@ -65,10 +65,20 @@ from migscope.analyzer.dialect import (
     pod_of,
     profile_bytes,
 )
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
-from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample
+from migscope.analyzer.model import HourlyUse, Owner, SliceInfo, SliceKey, SliceStats
+from migscope.analyzer.sources.prometheus import (
+    PrometheusClient,
+    QueryResult,
+    Sample,
+    Series,
+)
 from migscope.analyzer.sources.promql import Matcher, duration, selector
-from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, RangeSemantics
+from migscope.analyzer.stats import (
+    DEFAULT_STEP_SECONDS,
+    HOURLY_PERIOD_SECONDS,
+    RangeSemantics,
+    hourly_buckets,
+)
 from migscope.core.catalogue import (
     GpuModel,
     model_for_name,
@@ -177,7 +187,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     def __iter__(self) -> RemoteSliceStats:
         return self
 
-    def _account(self, result: QueryResult[Sample]) -> None:
+    def _account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
         self.queries += 1
         stats = result.stats
         evaluated = stats.eval_total_time if stats is not None else None
@@ -241,6 +251,7 @@ def remote_slice_stats(
     nodes: Iterable[str] | None = None,
     chunk_nodes: int = 50,
     semantics: RangeSemantics | None = None,
+    period: float | None = HOURLY_PERIOD_SECONDS,
 ) -> RemoteSliceStats:
     """Every slice's window statistics, evaluated by the server, a chunk of nodes at a time.
 
@@ -257,6 +268,10 @@ def remote_slice_stats(
         nodes: Only these nodes (matched literally); all nodes when None.
         chunk_nodes: Nodes per round of queries: bounds each query's series count.
         semantics: The engine's window semantics; detected from its build info when None.
+        period: Bucket length of :attr:`SliceStats.hourly`, computed with two range queries
+            per chunk when the snapped window allows it (see
+            :func:`~migscope.analyzer.stats.hourly_buckets`: snap the window to ``period``
+            first); None: no buckets.
 
     Returns:
         An iterator of :class:`SliceStats` that also carries the server's evaluation time.
@@ -291,7 +306,7 @@ def remote_slice_stats(
         node_label=node_label,
         nodes=tuple(sorted(found)) if node_label is not None else (DEFAULT_NODE,),
     )
-    query = _Queries(client, run, step=step)
+    query = _Queries(client, run, step=step, period=period)
     chunks = [run.nodes[i : i + chunk_nodes] for i in range(0, len(run.nodes), chunk_nodes)]
     run._items = (stats for chunk in chunks for stats in query.chunk(chunk))
     return run
@@ -300,12 +315,19 @@ def remote_slice_stats(
 class _Queries:
     """The PromQL of one run, and the conversion of its answers into SliceStats."""
 
-    def __init__(self, client: PrometheusClient, run: RemoteSliceStats, *, step: float) -> None:
+    def __init__(
+        self, client: PrometheusClient, run: RemoteSliceStats, *, step: float, period: float | None
+    ) -> None:
         self.client = client
         self.run = run
         self.step_ms = round(step * 1000)
         self.window_ms = round((run.window_end - run.window_start) * 1000)
         closed = run.semantics == "prometheus2"
+        self.buckets = (
+            hourly_buckets(run.window_start, run.window_end, step, period) if period else None
+        )
+        self.period_ms = round(period * 1000) if period else 0
+        self.bucket_range = duration((self.period_ms - (1 if closed else 0)) / 1000)
         # Closed ranges (Prometheus 2) would count a sample on the grid in two intervals.
         self.interval = duration((self.step_ms - (1 if closed else 0)) / 1000)
         self.count_range = duration((self.window_ms - (1 if closed else 0)) / 1000)
@@ -424,6 +446,7 @@ class _Queries:
             else {}
         )
         expected = max(1, self.window_ms // self.step_ms)
+        hourly = self.hourly(activity, held, nodes)
         for key in sorted(infos):
             info, total = infos[key]
             seen_k = seen.get(key, 0.0)
@@ -450,7 +473,56 @@ class _Queries:
                     )
                 ),
                 energy_joules=energy.get(key),
+                hourly=hourly.get(key, self.unused()) if self.buckets else None,
             )
+
+    def unused(self) -> HourlyUse:
+        """The buckets of a slice nothing was seen on: activity unknown, never held."""
+        n = self.buckets or 0
+        return HourlyUse(self.period_ms / 1000.0, (None,) * n, (0.0,) * n)
+
+    def hourly(
+        self, activity: Sequence[str], held: str, nodes: Sequence[str]
+    ) -> dict[SliceKey, HourlyUse]:
+        """Per-bucket activity and allocation: two range queries at ``period`` resolution.
+
+        Evaluated at the end of each bucket: ``avg_over_time`` of the per-interval activity
+        and ``count_over_time`` of the held intervals over a ``[period:step]`` subquery
+        (``period - 1ms`` on Prometheus 2, whose ranges are closed). Empty without buckets.
+        """
+        if not self.buckets:
+            return {}
+        n, period_ms, step = self.buckets, self.period_ms, self.step
+        per = period_ms // self.step_ms
+        end = self.run.window_end
+        first = end - (n - 1) * period_ms / 1000.0
+
+        def ask(expr: str) -> dict[SliceKey, dict[int, float]]:
+            result = self.client.query_range(expr, start=first, end=end, step=period_ms / 1000.0)
+            self.run._account(result)
+            out: dict[SliceKey, dict[int, float]] = {}
+            for series in result:
+                key = self.key(series.labels)
+                if key is None:
+                    continue
+                points = out.setdefault(key, {})
+                for t, v in series.points():
+                    bucket = n - 1 - round((end - t) * 1000) // period_ms
+                    if 0 <= bucket < n and not math.isnan(v):
+                        points[bucket] = v
+            return out
+
+        inner = self.per_interval("last_over_time", activity, nodes)
+        act = ask(f"avg_over_time({inner}[{self.bucket_range}:{step}])")
+        alloc = ask(f"count_over_time((count {self.by} ({held}))[{self.bucket_range}:{step}])")
+        return {
+            key: HourlyUse(
+                period_seconds=period_ms / 1000.0,
+                activity=tuple(act.get(key, {}).get(b) for b in range(n)),
+                allocated=tuple(alloc.get(key, {}).get(b, 0.0) / per for b in range(n)),
+            )
+            for key in act.keys() | alloc.keys()
+        }
 
     def _increase(self) -> str:
         return "increase_prometheus" if self.run.semantics == "victoriametrics" else "increase"
