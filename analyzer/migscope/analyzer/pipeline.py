@@ -53,8 +53,10 @@ from migscope.analyzer.plan import (
 )
 from migscope.analyzer.policy import Policy, default_policy
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, slice_stats
+from migscope.analyzer.whatif import Replay, replay
 from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
 from migscope.core.migparted import MigPartedConfig, merge_configs
+from migscope.core.named_layouts import generated_configs, layout_for_gpu
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -137,6 +139,8 @@ class PoolResult:
         demand: What the pool must offer.
         plan: The planner's answer.
         bound: Bin-packing lower bound on GPUs for the demand.
+        replays: The window's hourly demand replayed against layouts: ``current``,
+            ``proposed`` and, when asked, ``what_if`` (empty without per-hour data).
     """
 
     pool: str
@@ -145,6 +149,7 @@ class PoolResult:
     demand: PoolDemand
     plan: Plan
     bound: LowerBound
+    replays: Mapping[str, Replay] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,7 @@ class AnalysisResult:
         node_configs: ``{node: config}``, the values for ``nvidia.com/mig.config``.
         price_per_gpu_hour: The price used for money figures, if any.
         notes: Things the reader should know (uncatalogued models, unplaceable slices).
+        what_if: ``{node or "*": config}`` replayed as the what-if layout, if asked.
     """
 
     window_start: float
@@ -175,6 +181,7 @@ class AnalysisResult:
     node_configs: Mapping[str, str]
     price_per_gpu_hour: float | None = None
     notes: tuple[str, ...] = field(default=())
+    what_if: Mapping[str, str] | None = None
 
     @property
     def window_hours(self) -> float:
@@ -253,6 +260,7 @@ class AnalysisResult:
                     "plan": p.plan.summary(),
                     "solve": p.plan.solve.as_dict(),
                     "lower_bound": p.bound.as_dict(),
+                    "replay": {name: r.as_dict() for name, r in p.replays.items()},
                 }
                 for p in self.pools
             ],
@@ -264,7 +272,32 @@ class AnalysisResult:
             ),
             "node_configs": dict(sorted(self.node_configs.items())),
             "savings": dict(self.savings),
+            "what_if": self.what_if_summary(),
             "notes": list(self.notes),
+        }
+
+    def what_if_summary(self) -> dict[str, Any] | None:
+        """The what-if layout's replay over all pools, or None when none was asked for."""
+        if self.what_if is None:
+            return None
+        runs = [p.replays["what_if"] for p in self.pools if "what_if" in p.replays]
+        proposed = [p.replays["proposed"] for p in self.pools if "proposed" in p.replays]
+
+        def totals(replays: Sequence[Replay]) -> dict[str, float]:
+            demand = sum(r.demand_instance_hours for r in replays)
+            unmet = sum(r.unmet_instance_hours for r in replays)
+            served = 1.0 - unmet / demand if demand > 0 else 1.0
+            return {
+                "unmet_instance_hours": round(unmet, 3),
+                "demand_instance_hours": round(demand, 3),
+                "served_share": round(served, 4),
+            }
+
+        return {
+            "configs": dict(sorted(self.what_if.items())),
+            "pools_replayed": len(runs),
+            **totals(runs),
+            "proposed": totals(proposed),
         }
 
 
@@ -376,6 +409,8 @@ def analyze(
     keep_mis_sized: bool = False,
     objective: Objective = "consolidate",
     progress: Progress | None = None,
+    what_if: Mapping[str, str] | None = None,
+    what_if_config: MigPartedConfig | None = None,
 ) -> AnalysisResult:
     """Analyse a window of slice history and plan every pool.
 
@@ -398,12 +433,18 @@ def analyze(
             ``"minimal-change"`` (cover demand with the fewest GPU changes; frees GPUs only
             where that costs no extra change). See docs/planner.md, Weights.
         progress: Called with a short message at each stage (the CLI shows it on a TTY).
+        what_if: ``{node: config name}`` (``"*"`` for every other node) to replay against
+            the window's hourly demand besides the current and proposed layouts (see
+            :mod:`~migscope.analyzer.whatif`); GPUs no entry selects keep their layout.
+        what_if_config: The mig-parted config the names come from; MIG Manager's generated
+            configs (``all-balanced``, ``all-<profile>``, ...) when None.
 
     Returns:
         The :class:`AnalysisResult`.
 
     Raises:
         ValueError: a bad window, step, headroom or price.
+        UnknownConfigError: a what-if name is not in the config.
     """
     start, end = window
     if price_per_gpu_hour is not None and not (
@@ -480,7 +521,10 @@ def analyze(
             park_free=objective == "consolidate",
         )
         bound = lower_bound(model, demand.total)
-        pool_results.append(PoolResult(key, model, tuple(states), demand, plan, bound))
+        replays = _replays(
+            pools[key], model, states, plan, what_if=what_if, what_if_config=what_if_config
+        )
+        pool_results.append(PoolResult(key, model, tuple(states), demand, plan, bound, replays))
     for profile, count in waiting:
         notes.append(f"pending {profile} x{count}: no pool offers this profile")
 
@@ -526,7 +570,63 @@ def analyze(
         node_configs=node_configs,
         price_per_gpu_hour=price_per_gpu_hour,
         notes=tuple(dict.fromkeys(notes)),
+        what_if=dict(what_if) if what_if else None,
     )
+
+
+def _replays(
+    members: Sequence[tuple[SliceResult, float]],
+    model: GpuModel,
+    states: Sequence[GpuState],
+    plan: Plan,
+    *,
+    what_if: Mapping[str, str] | None,
+    what_if_config: MigPartedConfig | None,
+) -> dict[str, Replay]:
+    """The pool's hourly demand replayed against its current, proposed and what-if layouts.
+
+    Every busy slice of the pool counts, history-only ones too (their demand was real while
+    they existed), for the hours a pod held it: at the profile the pod asked for against the
+    current layout, at its right size against the proposed and what-if ones (which assume
+    mis-sized pods are moved). Empty when a slice has no per-hour data (the window is not
+    whole hours on the hour grid).
+    """
+    hourly = [r.stats.hourly for r, _ in members]
+    if not hourly or any(h is None for h in hourly):
+        return {}
+    hours = len(hourly[0].allocated) if hourly[0] is not None else 0
+    right_sized: dict[str, list[float]] = {}
+    requested: dict[str, list[float]] = {}
+    for result, _ in members:
+        use = result.stats.hourly
+        if result.demand_profile is None or use is None or len(use.allocated) != hours:
+            continue
+        for demand, profile in (
+            (right_sized, result.demand_profile),
+            (requested, result.stats.info.profile),
+        ):
+            row = demand.setdefault(model.profile(profile).name, [0.0] * hours)
+            for h, share in enumerate(use.allocated):
+                row[h] += share
+    current = Counter(i.profile for g in states for i in g.instances)
+    proposed = Counter(p.profile.name for g in plan.gpus for p in g.placements)
+    out = {
+        # Today's layout against what the pods asked for; the others against right sizes.
+        "current": replay(requested, current, hours=hours),
+        "proposed": replay(right_sized, proposed, hours=hours),
+    }
+    if what_if:
+        config = what_if_config or generated_configs([model])
+        offered: Counter[str] = Counter()
+        for gpu in states:
+            name = what_if.get(gpu.node, what_if.get("*"))
+            layout = layout_for_gpu(config, name, model, gpu.index) if name else None
+            if layout is None:  # not selected: the GPU keeps what it has
+                offered.update(i.profile for i in gpu.instances)
+            else:
+                offered.update(layout)
+        out["what_if"] = replay(right_sized, offered, hours=hours)
+    return out
 
 
 def _weights(objective: Objective, model: GpuModel, states: Sequence[GpuState]) -> Weights:

@@ -15,7 +15,7 @@ import dataclasses
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import click
 
@@ -35,6 +35,8 @@ from migscope.analyzer.sources.prometheus import (
 from migscope.analyzer.sources.remote_stats import remote_slice_stats, snap_window
 from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, SliceSeries
 from migscope.cli.errors import InvalidInput
+from migscope.core.migparted import ConfigError, MigPartedConfig, parse_config
+from migscope.core.named_layouts import UnknownConfigError
 from migscope.sim import ScenarioError
 
 __all__ = ["analyze_command", "parse_window", "progress_reporter", "run_analysis", "summary_lines"]
@@ -94,6 +96,8 @@ def run_analysis(
     show_progress: bool = False,
     prometheus_embedded: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_SECONDS,
+    what_if: Mapping[str, str] | None = None,
+    what_if_config: MigPartedConfig | None = None,
 ) -> AnalysisResult:
     """Read the chosen source and analyse it; every expected failure is an InvalidInput.
 
@@ -139,10 +143,18 @@ def run_analysis(
                 objective=objective,
                 time_limit_s=time_limit_s,
                 progress=say,
+                what_if=what_if,
+                what_if_config=what_if_config,
             )
             if prometheus is not None or prometheus_embedded:
                 result = _with_server_warnings(result, client.warnings)
-    except (ExpositionError, NoMigSeriesError, ScenarioError, PrometheusError) as exc:
+    except (
+        ExpositionError,
+        NoMigSeriesError,
+        ScenarioError,
+        PrometheusError,
+        UnknownConfigError,
+    ) as exc:
         raise InvalidInput(str(exc)) from None
     except ServerStartError as exc:
         raise InvalidInput(f"embedded Prometheus: {exc}") from None
@@ -218,7 +230,47 @@ def summary_lines(result: AnalysisResult) -> list[str]:
         lines.append(
             f"cost: {s['wasted_cost']:,.2f} wasted, {s['freed_cost']:,.2f} freed per window"
         )
+    what_if = result.what_if_summary()
+    if what_if is not None:
+        configs = ",".join(f"{k}={v}" for k, v in what_if["configs"].items())
+        lines.append(
+            f"what-if {configs}: serves {what_if['served_share']:.1%} of the window's demand, "
+            f"{what_if['unmet_instance_hours']:g} instance-hours unmet (proposed plan: "
+            f"{what_if['proposed']['served_share']:.1%})"
+        )
     return lines
+
+
+def parse_what_if(values: Sequence[str]) -> dict[str, str]:
+    """``--what-if`` values (``CONFIG`` for every node, ``NODE=CONFIG`` for one) as a map.
+
+    Raises:
+        InvalidInput: an empty name, or a node given twice.
+    """
+    out: dict[str, str] = {}
+    for value in values:
+        node, sep, config = value.rpartition("=")
+        node = node.strip() if sep else "*"
+        config = config.strip()
+        if not config or (sep and not node):
+            raise InvalidInput(f"bad --what-if {value!r}: expected CONFIG or NODE=CONFIG")
+        if node in out:
+            raise InvalidInput(f"--what-if names {node!r} twice")
+        out[node] = config
+    return out
+
+
+def load_what_if_config(path: str | None) -> MigPartedConfig | None:
+    """The mig-parted file ``--what-if`` names come from (None: MIG Manager's generated ones)."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return parse_config(fh.read())
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from None
+    except ConfigError as exc:
+        raise InvalidInput(f"{path}: {exc}") from None
 
 
 @click.command("analyze")
@@ -273,6 +325,18 @@ def summary_lines(result: AnalysisResult) -> list[str]:
 @click.option(
     "--time-limit", type=float, default=5.0, show_default=True, help="Solver seconds per pool."
 )
+@click.option(
+    "--what-if",
+    "what_if",
+    multiple=True,
+    metavar="[NODE=]CONFIG",
+    help="Replay the window against this layout (repeat per node; no NODE= means every node).",
+)
+@click.option(
+    "--what-if-config",
+    metavar="FILE",
+    help="mig-parted config the --what-if names come from (default: MIG Manager's generated).",
+)
 def analyze_command(
     source: str | None,
     simulate: str | None,
@@ -289,6 +353,8 @@ def analyze_command(
     headroom: float,
     objective: str,
     time_limit: float,
+    what_if: tuple[str, ...],
+    what_if_config: str | None,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -305,6 +371,10 @@ def analyze_command(
             "--prometheus-embedded goes with --simulate or --source, not --prometheus"
         )
     window_s = parse_window(window)
+    what_if_map = parse_what_if(what_if)
+    what_if_file = load_what_if_config(what_if_config)
+    if what_if_file is not None and not what_if_map:
+        raise InvalidInput("--what-if-config needs --what-if CONFIG to say which layout to replay")
     try:
         policy = load_policy(policy_file)
     except PolicyError as exc:
@@ -326,6 +396,8 @@ def analyze_command(
         show_progress=sys.stderr.isatty(),
         prometheus_embedded=prometheus_embedded,
         timeout_s=timeout,
+        what_if=what_if_map or None,
+        what_if_config=what_if_file,
     )
     fmt: Format | None = None
     if output in ("json", "md", "csv", "html"):

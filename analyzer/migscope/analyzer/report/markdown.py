@@ -7,6 +7,8 @@ and the mig-parted config to apply. Everything in it is also in the JSON report.
 
 from __future__ import annotations
 
+from typing import Any
+
 from migscope.analyzer.classify import Status
 from migscope.analyzer.pipeline import AnalysisResult, SliceResult
 from migscope.core.migparted import emit_config
@@ -132,6 +134,7 @@ def render_markdown(result: AnalysisResult, *, title: str = "migscope report") -
             f"{pool['plan']['gpus_free']} free (bound {pool['lower_bound']['gpus']}) | "
             f"{solve['status']}, gap {solve['gap']} |"
         )
+    lines += _replay_lines(data)
     if result.mig_parted is not None:
         lines += [
             "",
@@ -144,6 +147,43 @@ def render_markdown(result: AnalysisResult, *, title: str = "migscope report") -
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in result.notes]
     return "\n".join(lines) + "\n"
+
+
+def _replay_lines(data: dict[str, Any]) -> list[str]:
+    """Hour-by-hour replay of the window's demand: current, proposed, what-if layouts."""
+    pools = [p for p in data["pools"] if p.get("replay")]
+    if not pools:
+        return []
+    names = [n for n in ("current", "proposed", "what_if") if n in pools[0]["replay"]]
+    lines = [
+        "",
+        "## Replay of the window's demand",
+        "",
+        "Each hour's demand (busy slices held by a pod, at their right size) against the "
+        "instances each layout offers in the pool.",
+        "",
+        "| pool | " + " | ".join(f"{n.replace('_', '-')} served" for n in names) + " | short |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for pool in pools:
+        replays = pool["replay"]
+        cells = [
+            f"{replays[n]['served_share']:.1%} ({replays[n]['unmet_instance_hours']:g} "
+            "instance-h unmet)"
+            for n in names
+        ]
+        last = replays[names[-1]]
+        short = ", ".join(
+            f"{p['profile']} peak {p['unmet_peak']:g} in {p['hours_short']} h"
+            for p in last["profiles"]
+            if p["hours_short"]
+        )
+        lines.append(f"| {pool['pool']} | " + " | ".join(cells) + f" | {short or '-'} |")
+    what_if = data.get("what_if")
+    if what_if:
+        configs = ", ".join(f"{k}={v}" for k, v in what_if["configs"].items())
+        lines += ["", f"What-if layout: `{configs}`."]
+    return lines
 
 
 def _layout(entry: dict[str, object]) -> str:
