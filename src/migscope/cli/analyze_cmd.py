@@ -16,6 +16,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
 
 import click
 
@@ -26,6 +27,12 @@ from migscope.analyzer.openmetrics import ExpositionError
 from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze
 from migscope.analyzer.policy import Policy, PolicyError, load_policy
 from migscope.analyzer.report import Format, render, write_reports
+from migscope.analyzer.sources.kube_pending import (
+    KubeError,
+    api_client,
+    list_pending_pods,
+    pending_demand,
+)
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus, ServerStartError
 from migscope.analyzer.sources.prometheus import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -98,6 +105,8 @@ def run_analysis(
     timeout_s: float = DEFAULT_TIMEOUT_SECONDS,
     what_if: Mapping[str, str] | None = None,
     what_if_config: MigPartedConfig | None = None,
+    pending_pods: PendingMode = "off",
+    kubeconfig: str | None = None,
 ) -> AnalysisResult:
     """Read the chosen source and analyse it; every expected failure is an InvalidInput.
 
@@ -106,6 +115,7 @@ def run_analysis(
     with ``--prometheus``.
     """
     say = progress_reporter(show_progress)
+    pending, pending_notes = read_pending(pending_pods, kubeconfig, timeout_s)
     slices: Iterable[SliceSeries | SliceStats]
     try:
         with contextlib.ExitStack() as stack:
@@ -145,7 +155,10 @@ def run_analysis(
                 progress=say,
                 what_if=what_if,
                 what_if_config=what_if_config,
+                pending=pending,
             )
+            if pending_notes:
+                result = dataclasses.replace(result, notes=(*result.notes, *pending_notes))
             if prometheus is not None or prometheus_embedded:
                 result = _with_server_warnings(result, client.warnings)
     except (
@@ -165,6 +178,40 @@ def run_analysis(
     if not result.slices:
         raise InvalidInput("no MIG series found in the window")
     return result
+
+
+PendingMode = Literal["auto", "on", "off"]
+"""``auto``: read pending pods if cluster credentials are at hand; ``on``: must; ``off``."""
+
+
+def read_pending(
+    mode: PendingMode, kubeconfig: str | None, timeout_s: float
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """Pending pods' MIG requests and the report notes about them.
+
+    ``on`` (or a ``kubeconfig`` given) turns every failure into an InvalidInput; ``auto``
+    turns it into a note, because a report without pending pods is still worth having.
+    """
+    if mode == "off":
+        return [], []
+    try:
+        api = api_client(kubeconfig)
+        with api:
+            found = pending_demand(list_pending_pods(api, timeout_s=timeout_s))
+    except KubeError as exc:
+        if mode == "on" or kubeconfig is not None:
+            raise InvalidInput(f"pending pods: {exc}") from None
+        return [], [f"pending pods not read: {exc}"]
+    return found.as_pending(), found.notes()
+
+
+def _pending_mode(chosen: str | None, kubeconfig: str | None, *, live: bool) -> PendingMode:
+    """The default: ``auto`` against a live Prometheus or with a kubeconfig, else ``off``."""
+    if chosen == "on":
+        return "on"
+    if chosen == "off":
+        return "off"
+    return "auto" if (live or kubeconfig is not None or chosen == "auto") else "off"
 
 
 def _window_ending(end: float, window_s: float) -> tuple[float, float]:
@@ -333,6 +380,14 @@ def load_what_if_config(path: str | None) -> MigPartedConfig | None:
     help="Replay the window against this layout (repeat per node; no NODE= means every node).",
 )
 @click.option(
+    "--pending-pods",
+    type=click.Choice(["auto", "on", "off"]),
+    default=None,
+    help="Add unscheduled pods' nvidia.com/mig-* requests to demand [default: auto with "
+    "--prometheus (skipped without credentials), off otherwise].",
+)
+@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig for --pending-pods.")
+@click.option(
     "--what-if-config",
     metavar="FILE",
     help="mig-parted config the --what-if names come from (default: MIG Manager's generated).",
@@ -355,6 +410,8 @@ def analyze_command(
     time_limit: float,
     what_if: tuple[str, ...],
     what_if_config: str | None,
+    pending_pods: str | None,
+    kubeconfig: str | None,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -398,6 +455,8 @@ def analyze_command(
         timeout_s=timeout,
         what_if=what_if_map or None,
         what_if_config=what_if_file,
+        pending_pods=_pending_mode(pending_pods, kubeconfig, live=prometheus is not None),
+        kubeconfig=kubeconfig,
     )
     fmt: Format | None = None
     if output in ("json", "md", "csv", "html"):
