@@ -60,8 +60,16 @@ def test_devices_select_by_index() -> None:
         "    - devices: all\n      mig-enabled: false\n"
     )
     h200 = find_model("H200")
-    assert layout_for_gpu(config, "split", h200, 1) == {"3g.71gb": 2}
+    # GPU 1 is selected by both entries: mig-parted applies them in order, the last wins.
+    assert layout_for_gpu(config, "split", h200, 1) == {}
     assert layout_for_gpu(config, "split", h200, 2) == {}
+    reordered = parse_config(
+        "version: v1\nmig-configs:\n  split:\n"
+        "    - devices: all\n      mig-enabled: false\n"
+        "    - devices: [0, 1]\n      mig-enabled: true\n      mig-devices: {3g.71gb: 2}\n"
+    )
+    assert layout_for_gpu(reordered, "split", h200, 1) == {"3g.71gb": 2}
+    assert layout_for_gpu(reordered, "split", h200, 2) == {}
 
 
 def test_unknown_name_says_which_exist() -> None:

@@ -48,7 +48,9 @@ def layout_for_gpu(
     if entries is None:
         known = ", ".join(sorted(config.mig_configs)[:8])
         raise UnknownConfigError(f"no config named {name!r} (known: {known})")
-    for entry in entries:
+    # mig-parted walks the entries in order and applies each to the GPUs it selects, so
+    # where several select the same GPU the last one is what the GPU ends up with.
+    for entry in reversed(entries):
         if _selects(entry, model, index):
             if not entry.mig_enabled:
                 return {}
