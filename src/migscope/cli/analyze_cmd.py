@@ -386,7 +386,16 @@ def load_what_if_config(path: str | None) -> MigPartedConfig | None:
     help="Add unscheduled pods' nvidia.com/mig-* requests to demand [default: auto with "
     "--prometheus (skipped without credentials), off otherwise].",
 )
-@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig for --pending-pods.")
+@click.option("--kubeconfig", metavar="FILE", help="Kubeconfig for --pending-pods and --apply.")
+@click.option(
+    "--apply",
+    "apply",
+    is_flag=True,
+    help="Then apply the plan (as `migscope apply --apply`: one node, daily limits, no drain).",
+)
+@click.option(
+    "--drain", is_flag=True, help="With --apply: evict pods on GPUs the change re-creates."
+)
 @click.option(
     "--what-if-config",
     metavar="FILE",
@@ -412,6 +421,8 @@ def analyze_command(
     what_if_config: str | None,
     pending_pods: str | None,
     kubeconfig: str | None,
+    apply: bool,
+    drain: bool,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -475,3 +486,35 @@ def analyze_command(
                 click.echo(f"  {path}")
     if fmt is not None:
         click.echo(render(result, fmt), nl=False)
+    if apply:
+        _apply(result, kubeconfig=kubeconfig, drain=drain)
+
+
+def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:
+    """Hand the plan to the applier with its default safety settings."""
+    from migscope.applier.plan import PlanError, plan_from_report
+    from migscope.cli.apply_cmd import run_apply
+
+    try:
+        plan = plan_from_report(result.to_json(), "the analysis")
+    except PlanError as exc:
+        raise InvalidInput(str(exc)) from None
+    code = run_apply(
+        plan,
+        apply=True,
+        drain=drain,
+        max_nodes=1,
+        node_timeout_s=20 * 60.0,
+        drain_timeout_s=10 * 60.0,
+        max_changes_per_day=10,
+        max_changes_per_node_per_day=1,
+        windows=(),
+        namespace="gpu-operator",
+        configmap=None,
+        kubeconfig=kubeconfig,
+        context=None,
+        lease_wait_s=0.0,
+        output="text",
+    )
+    if code:
+        sys.exit(code)

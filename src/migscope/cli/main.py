@@ -22,6 +22,7 @@ __all__ = ["cli", "main"]
 # must neither need nor load the analyzer's numpy/HiGHS/httpx (nor pay their memory).
 _COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "analyze": ("migscope.cli.analyze_cmd", "analyze_command", "analyzer"),
+    "apply": ("migscope.cli.apply_cmd", "apply_command", "analyzer"),
     "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
     "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
     "exporter": ("migscope.cli.exporter_cmd", "exporter", "exporter"),

@@ -1,0 +1,142 @@
+"""How carefully to apply: limits, windows, timeouts, where MIG Manager reads its config.
+
+Defaults are the cautious ones: one node at a time, one change per node per day, ten per
+cluster per day, no drain, any time of day unless windows are given. A platform team
+loosens them knowingly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+__all__ = [
+    "DEFAULT_CONFIGMAP",
+    "DEFAULT_NAMESPACE",
+    "ApplySettings",
+    "MaintenanceWindow",
+    "parse_window_spec",
+]
+
+DEFAULT_NAMESPACE = "gpu-operator"
+"""Where the GPU Operator (and so MIG Manager and its ConfigMap) usually lives."""
+
+DEFAULT_CONFIGMAP = "migscope-mig-parted-config"
+"""The custom mig-parted ConfigMap migscope creates when the ClusterPolicy names none."""
+
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_SPEC = re.compile(
+    r"^(?P<days>[a-z]{3}(?:-[a-z]{3})?(?:,[a-z]{3}(?:-[a-z]{3})?)*)?\s*"
+    r"(?P<start>\d{2}:\d{2})-(?P<end>\d{2}:\d{2})(?:\s+(?P<tz>\S+))?$"
+)
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """A weekly window: days, a start and end time of day, a time zone.
+
+    ``end`` before ``start`` wraps past midnight (``22:00-04:00``). A change starts only
+    inside a window; it may finish after it closes (stopping half way would be worse).
+    """
+
+    days: frozenset[int]
+    start: time
+    end: time
+    tz: str = "UTC"
+
+    def contains(self, when: datetime) -> bool:
+        """Whether ``when`` (aware) is inside the window."""
+        local = when.astimezone(ZoneInfo(self.tz))
+        t = local.time().replace(tzinfo=None)
+        if self.start <= self.end:
+            return local.weekday() in self.days and self.start <= t < self.end
+        if t >= self.start:
+            return local.weekday() in self.days
+        yesterday = (local - timedelta(days=1)).weekday()
+        return t < self.end and yesterday in self.days
+
+
+def _day_set(text: str) -> frozenset[int]:
+    out: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        a, b = _DAYS.index(first), _DAYS.index(last or first)
+        out.update(range(a, b + 1) if a <= b else [*range(a, 7), *range(0, b + 1)])
+    return frozenset(out)
+
+
+def parse_window_spec(text: str) -> MaintenanceWindow:
+    """``"sat-sun 01:00-05:00 Europe/Berlin"``, ``"mon,wed 22:00-04:00"``, ``"00:00-06:00"``.
+
+    Raises:
+        ValueError: anything else (one line saying the expected form).
+    """
+    match = _SPEC.match(text.strip().lower() if text else "")
+    if match is None:
+        raise ValueError(
+            f"bad maintenance window {text!r}: expected e.g. 'sat-sun 01:00-05:00 UTC'"
+        )
+    tz = match["tz"] or "UTC"
+    try:
+        ZoneInfo(tz if tz != "utc" else "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"bad maintenance window {text!r}: unknown time zone {tz!r}") from None
+    try:
+        days = _day_set(match["days"]) if match["days"] else frozenset(range(7))
+        start = time.fromisoformat(match["start"])
+        end = time.fromisoformat(match["end"])
+    except ValueError:
+        raise ValueError(f"bad maintenance window {text!r}: bad day or time") from None
+    original_tz = text.strip().split()[-1] if match["tz"] else "UTC"
+    return MaintenanceWindow(days, start, end, original_tz if tz != "utc" else "UTC")
+
+
+@dataclass(frozen=True)
+class ApplySettings:
+    """Everything the applier needs besides the plan.
+
+    Attributes:
+        apply: Change the cluster (False: dry run, print what would change).
+        drain: Cordon and evict pods holding devices the change destroys (else skip).
+        max_nodes: Nodes changed per run, at most.
+        max_changes_per_day: Changes per cluster in any 24 h, at most.
+        max_changes_per_node_per_day: Changes per node in any 24 h, at most.
+        windows: Maintenance windows; empty: always.
+        node_timeout_s: From relabel to ``success``/``failed``, at most.
+        drain_timeout_s: For evictions (PDBs answering 429) and pods to go.
+        verify_timeout_s: For the device plugin to advertise the new resources.
+        namespace: The GPU Operator's namespace (ConfigMap, Lease, Events default here).
+        configmap: The mig-parted ConfigMap to write; None: the one the ClusterPolicy names,
+            else :data:`DEFAULT_CONFIGMAP`.
+        configmap_key: Key of the config in the ConfigMap.
+        lease_name: The Lease that keeps appliers one at a time.
+        lease_wait_s: How long to wait for another applier to finish.
+        identity: This applier's name in the Lease and Events.
+        poll_s: Interval for polls (evicted pods going, device plugin catching up).
+    """
+
+    apply: bool = False
+    drain: bool = False
+    max_nodes: int = 1
+    max_changes_per_day: int = 10
+    max_changes_per_node_per_day: int = 1
+    windows: tuple[MaintenanceWindow, ...] = ()
+    node_timeout_s: float = 20 * 60.0
+    drain_timeout_s: float = 10 * 60.0
+    verify_timeout_s: float = 120.0
+    namespace: str = DEFAULT_NAMESPACE
+    configmap: str | None = None
+    configmap_key: str = "config.yaml"
+    lease_name: str = "migscope-applier"
+    lease_wait_s: float = 0.0
+    identity: str | None = None
+    poll_s: float = 2.0
+
+    def in_window(self, when: datetime | None = None) -> bool:
+        """Whether a change may start now."""
+        if not self.windows:
+            return True
+        moment = when or datetime.now(timezone.utc)
+        return any(w.contains(moment) for w in self.windows)

@@ -1,0 +1,171 @@
+"""A small GPU cluster for applier tests: API test server, MIG Manager sim, a plan.
+
+Two H200 nodes with two MIG GPUs each (``all-balanced``: 1g.18gb×2, 2g.35gb, 3g.71gb),
+labelled as the GPU Operator leaves them, the operator's ClusterPolicy pointing MIG Manager
+at migscope's ConfigMap (which already holds configs someone else wrote), and a plan that
+turns GPU 1 of a node into ``3g.71gb×2``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from support.kubeapi import KubeApiServer, config_map, node
+from support.kubeapi.mig_manager import CONFIG_LABEL, STATE_LABEL, Knobs, MigManagerSim, SimGpu
+
+from migscope.applier.applier import Applier
+from migscope.applier.audit import Audit
+from migscope.applier.kube import Kube
+from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
+from migscope.applier.settings import ApplySettings
+from migscope.core.migparted import parse_config
+
+NAMESPACE = "gpu-operator"
+CONFIGMAP = "migscope-mig-parted-config"
+BALANCED = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
+TWO_3G = {"3g.71gb": 2}
+EXISTING = """\
+version: v1
+mig-configs:
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+  all-balanced:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
+  team-special:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {"7g.141gb": 1}
+"""
+TARGET = "migscope-h200-split"
+PLAN_CONFIGS = parse_config(
+    f"""\
+version: v1
+mig-configs:
+  {TARGET}:
+    - devices: [0]
+      mig-enabled: true
+      mig-devices: {{"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}}
+    - devices: [1]
+      mig-enabled: true
+      mig-devices: {{"3g.71gb": 2}}
+"""
+)
+NODES = ("gpu-a", "gpu-b")
+
+
+def change(name: str = "gpu-a") -> NodeChange:
+    """GPU 1 of ``name`` goes from balanced to two 3g."""
+    return NodeChange(
+        node=name,
+        config=TARGET,
+        gpus=(GpuChange(0, BALANCED, BALANCED), GpuChange(1, BALANCED, TWO_3G)),
+    )
+
+
+def plan(*names: str) -> ApplyPlan:
+    """A plan changing ``names`` (default: gpu-a)."""
+    return ApplyPlan("test", tuple(change(n) for n in (names or ("gpu-a",))), PLAN_CONFIGS)
+
+
+def resources(layouts: Sequence[Mapping[str, int]]) -> dict[str, str]:
+    total: dict[str, int] = {}
+    for layout in layouts:
+        for p, n in layout.items():
+            total[f"nvidia.com/mig-{p}"] = total.get(f"nvidia.com/mig-{p}", 0) + n
+    return {k: str(v) for k, v in total.items()}
+
+
+@dataclass
+class Cluster:
+    """The running pieces."""
+
+    api: KubeApiServer
+    mig: MigManagerSim
+    kube: Kube
+
+    def node(self, name: str = "gpu-a") -> dict[str, Any]:
+        return self.api.get("v1", "Node", name)
+
+    def labels(self, name: str = "gpu-a") -> dict[str, str]:
+        return dict(self.node(name)["metadata"].get("labels") or {})
+
+    def applier(self, **overrides: Any) -> Applier:
+        settings = ApplySettings(
+            **{
+                "apply": True,
+                "namespace": NAMESPACE,
+                "node_timeout_s": 5.0,
+                "drain_timeout_s": 2.0,
+                "verify_timeout_s": 2.0,
+                "poll_s": 0.05,
+                "max_nodes": 10,
+                "max_changes_per_day": 100,
+                **overrides,
+            }
+        )
+        audit = Audit(self.kube if settings.apply else None, actor="test-applier", out=_Sink())
+        return Applier(self.kube, settings, audit=audit)
+
+    def configmap(self) -> dict[str, Any]:
+        text = self.api.get("v1", "ConfigMap", CONFIGMAP, NAMESPACE)["data"]["config.yaml"]
+        return dict(yaml.safe_load(text)["mig-configs"])
+
+
+class _Sink:
+    """Swallows the JSON log lines (the audit keeps them in ``lines``)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def cluster_policy(config_name: str | None = CONFIGMAP) -> dict[str, Any]:
+    spec: dict[str, Any] = {"migManager": {"enabled": True}}
+    if config_name is not None:
+        spec["migManager"]["config"] = {"name": config_name, "default": "all-disabled"}
+    return {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": spec,
+    }
+
+
+@contextmanager
+def running_cluster(
+    *,
+    knobs: Mapping[str, Knobs] | None = None,
+    policy_config: str | None = CONFIGMAP,
+    token: str | None = None,
+) -> Iterator[Cluster]:
+    """Start the API server and MIG Manager with two balanced H200 nodes."""
+    with KubeApiServer(token=token) as api:
+        api.create(cluster_policy(policy_config))
+        api.create(config_map(CONFIGMAP, NAMESPACE, {"config.yaml": EXISTING}))
+        gpus = {n: [SimGpu(mig_enabled=True, instances=BALANCED)] * 2 for n in NODES}
+        for name in NODES:
+            api.create(
+                node(
+                    name,
+                    labels={CONFIG_LABEL: "all-balanced", STATE_LABEL: "success"},
+                    allocatable={"cpu": "64", **resources([BALANCED, BALANCED])},
+                )
+            )
+        with MigManagerSim(
+            api, gpus, config_namespace=NAMESPACE, config_name=CONFIGMAP, knobs=knobs
+        ) as mig:
+            for name in NODES:  # let each controller handle its node once, then start clean
+                mig.wait_until_seen(
+                    name, api.get("v1", "Node", name)["metadata"]["resourceVersion"]
+                )
+            api.clear_requests()
+            yield Cluster(api, mig, Kube(api.client(retries=False), timeout_s=5.0))
