@@ -19,9 +19,8 @@ from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -31,9 +30,15 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
-from yaml.constructor import SafeConstructor
 
-from migscope.core.yaml_messages import Loc, describe_location, describe_value, line_for
+from migscope.core.yaml_messages import (
+    Loc,
+    YamlProblem,
+    compose_with_lines,
+    describe_location,
+    describe_value,
+    line_for,
+)
 
 __all__ = [
     "AllocatedPolicy",
@@ -54,7 +59,6 @@ Ratio = Annotated[float, Field(ge=0.0, le=1.0)]
 Factor = Annotated[float, Field(gt=0.0, le=1.0)]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
-_CONSTRUCTOR = SafeConstructor()
 
 
 class PolicyError(ValueError):
@@ -226,13 +230,11 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
             inconsistent thresholds; the first problem, with its line.
     """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise _yaml_error(exc, source) from None
-    if root is None:
+        data, lines = compose_with_lines(text)
+    except YamlProblem as exc:
+        raise PolicyError(exc.message, source=source, line=exc.line) from None
+    if data is None:
         return Policy()
-    lines: dict[Loc, int] = {}
-    data = _build(root, (), lines, source)
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
@@ -245,49 +247,6 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
         if more:
             message += f" (and {more} more problem{'s' if more > 1 else ''})"
         raise PolicyError(message, source=source, line=line) from None
-
-
-def _yaml_error(exc: yaml.YAMLError, source: str) -> PolicyError:
-    """PyYAML's multi-line error as one line with its line number."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        what = exc.problem or exc.context or "invalid YAML"
-        line = mark.line + 1 if mark is not None else None
-        return PolicyError(f"YAML syntax error: {what}", source=source, line=line)
-    return PolicyError(f"YAML syntax error: {' '.join(str(exc).split())}", source=source)
-
-
-def _build(node: yaml.Node, path: Loc, lines: dict[Loc, int], source: str) -> Any:
-    """Plain data from a composed YAML node, recording the line of every key.
-
-    Composing instead of loading keeps line numbers and lets duplicate keys be caught
-    (``yaml.safe_load`` keeps the last one silently).
-    """
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        result: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            line = key_node.start_mark.line + 1
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise PolicyError(
-                    f"{describe_location(path)}: keys must be plain names",
-                    source=source,
-                    line=line,
-                )
-            key = str(key_node.value)
-            child = (*path, key)
-            if key in result:
-                raise PolicyError(
-                    f"{describe_location(child)}: duplicate key (first at line {lines[child]})",
-                    source=source,
-                    line=line,
-                )
-            lines[child] = line
-            result[key] = _build(value_node, child, lines, source)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*path, i), lines, source) for i, item in enumerate(node.value)]
-    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, str]:

@@ -26,6 +26,7 @@ _COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
     "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
     "exporter": ("migscope.cli.exporter_cmd", "exporter", "exporter"),
+    "schedule": ("migscope.cli.schedule_cmd", "schedule_command", "analyzer"),
     "validate-config": ("migscope.cli.config_cmd", "validate_config", None),
 }
 

@@ -11,7 +11,18 @@ import re
 from collections.abc import Mapping
 from typing import TypeAlias
 
-__all__ = ["Loc", "describe_location", "describe_value", "line_for", "yaml_quote"]
+import yaml
+from yaml.constructor import SafeConstructor
+
+__all__ = [
+    "Loc",
+    "YamlProblem",
+    "compose_with_lines",
+    "describe_location",
+    "describe_value",
+    "line_for",
+    "yaml_quote",
+]
 
 Loc: TypeAlias = tuple[str | int, ...]
 """A path into a YAML document: mapping keys and list positions."""
@@ -75,3 +86,68 @@ def line_for(loc: Loc, lines: Mapping[Loc, int]) -> int | None:
         if loc[:end] in lines:
             return lines[loc[:end]]
     return None
+
+
+class YamlProblem(ValueError):
+    """A YAML document that cannot be read as plain data: the problem and its line.
+
+    Callers turn it into their own error type (``PolicyError``, ``ScheduleError``), which
+    adds the file name, so that every strict YAML reader reports the same way.
+    """
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
+_CONSTRUCTOR = SafeConstructor()
+
+
+def compose_with_lines(text: str) -> tuple[object, dict[Loc, int]]:
+    """YAML text as plain data, and the line of every key and item (``{loc: line}``).
+
+    Composing instead of ``yaml.safe_load`` keeps line numbers for error messages and
+    catches duplicate keys, which ``safe_load`` resolves silently by keeping the last one.
+    An empty document is ``None``.
+
+    Raises:
+        YamlProblem: a syntax error, a duplicate key or a non-scalar key, with its line.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "invalid YAML"
+        raise YamlProblem(
+            f"YAML syntax error: {what}", mark.line + 1 if mark is not None else None
+        ) from None
+    except yaml.YAMLError as exc:
+        raise YamlProblem(f"YAML syntax error: {' '.join(str(exc).split())}") from None
+    lines: dict[Loc, int] = {}
+    if root is None:
+        return None, lines
+    return _plain(root, (), lines), lines
+
+
+def _plain(node: yaml.Node, path: Loc, lines: dict[Loc, int]) -> object:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        result: dict[str, object] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlProblem(f"{describe_location(path)}: keys must be plain names", line)
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in result:
+                raise YamlProblem(
+                    f"{describe_location(child)}: duplicate key (first at line {lines[child]})",
+                    line,
+                )
+            lines[child] = line
+            result[key] = _plain(value_node, child, lines)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(item, (*path, i), lines) for i, item in enumerate(node.value)]
+    return _CONSTRUCTOR.construct_object(node, deep=True)
