@@ -40,12 +40,23 @@ def _held(sel: str = SEL) -> str:
     return f"max by ({SLICE}) (migscope_mig_pod_info{{{sel}}})"
 
 
-def _idle_held(sel: str = SEL) -> str:
-    """Slices held by a pod whose activity stayed under 5 % over the last hour."""
+def _idle(sel: str = SEL) -> str:
+    """Slices whose last hour was idle: mean activity under 5 %, peak memory under 10 %.
+
+    The same definition as the ``MigSliceIdle`` rule and the analyzer's default policy, so
+    that a dashboard, an alert and a report never disagree about what "idle" is.
+    """
     return (
         f"(max by ({SLICE}) (avg_over_time(migscope_mig_graphics_active_ratio{{{sel}}}[1h])) "
-        f"< 0.05) and on ({SLICE}) {_held(sel)}"
+        f"< 0.05) and on ({SLICE}) (max by ({SLICE}) "
+        f"(max_over_time(migscope_mig_memory_used_bytes{{{sel}}}[1h])) / on ({SLICE}) "
+        f"max by ({SLICE}) (migscope_mig_memory_total_bytes{{{sel}}}) < 0.10)"
     )
+
+
+def _idle_held(sel: str = SEL) -> str:
+    """Idle slices (see :func:`_idle`) that a pod holds."""
+    return f"({_idle(sel)}) and on ({SLICE}) {_held(sel)}"
 
 
 def _gpu_share(slices: str, sel: str = SEL) -> str:
@@ -194,7 +205,8 @@ def _fleet() -> Json:
             y=0,
             w=4,
             h=4,
-            description="Held by a pod, graphics activity under 5 % on average over the last hour.",
+            description="Held by a pod, and over the last hour mean activity under 5 % and peak "
+            "memory under 10 % (the MigSliceIdle rule's and the analyzer's definition).",
         ),
         _panel(
             "stat",
@@ -473,10 +485,7 @@ def _node() -> Json:
 def _namespaces() -> Json:
     ns = 'cluster=~"$cluster", namespace=~"$namespace"'
     held_ns = f"max by ({SLICE}, namespace) (migscope_mig_pod_info{{{ns}}})"
-    idle_ns = (
-        f"(max by ({SLICE}) (avg_over_time(migscope_mig_graphics_active_ratio{{{CLUSTER}}}[1h])) "
-        f"< 0.05) * on ({SLICE}) group_left(namespace) {held_ns}"
-    )
+    idle_ns = f"({_idle(CLUSTER)}) * on ({SLICE}) group_left(namespace) {held_ns}"
     panels = [
         _panel(
             "bargauge",
