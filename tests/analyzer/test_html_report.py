@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +286,28 @@ def test_chromium_check_catches_script_errors(report: dict[str, Any], tmp_path: 
     run = _chromium(page, tmp_path, "--dump-dom")
     assert "planted failure" in _js_errors(run.stdout)
     assert any("planted failure" in line for line in _console_errors(run.stderr))
+
+
+@needs_chromium
+def test_readme_screenshots_are_made_by_the_script(tmp_path: Path) -> None:
+    """scripts/screenshot-report makes the README's images with the same headless Chromium."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "OUT_DIR": str(tmp_path), "BIN": str(Path(sys.executable).parent)}
+    run = subprocess.run(
+        [str(root / "scripts" / "screenshot-report")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    readme = (root / "README.md").read_text()
+    for name in ("report.png", "report-layouts.png"):
+        assert f"docs/img/{name}" in readme
+        fresh = (tmp_path / name).read_bytes()
+        committed = (root / "docs" / "img" / name).read_bytes()
+        for png in (fresh, committed):
+            assert png[:8] == b"\x89PNG\r\n\x1a\n"
+            assert len(png) > 50_000  # charts and text, not a blank page
+        assert struct.unpack(">II", fresh[16:24]) == struct.unpack(">II", committed[16:24])
