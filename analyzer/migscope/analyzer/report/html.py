@@ -642,13 +642,13 @@ def render_html(report_json: Mapping[str, Any], *, title: str = "migscope report
         '<div id="js-errors" hidden></div>',
         "<h2>Summary</h2>",
         _summary(report_json),
-        "<h2 id=\"activity\">Slice activity</h2>",
+        '<h2 id="activity">Slice activity</h2>',
         _heatmap(slices),
         "<h2>Idle and unallocated slices</h2>",
         _idle_table(slices),
-        "<h2 id=\"waste\">Waste per namespace</h2>",
+        '<h2 id="waste">Waste per namespace</h2>',
         _waste_bars(sav.get("by_namespace") or []),
-        "<h2 id=\"layouts\">Layouts per GPU: now and proposed</h2>",
+        '<h2 id="layouts">Layouts per GPU: now and proposed</h2>',
         _layouts(report_json, slices),
     ]
     if notes:
