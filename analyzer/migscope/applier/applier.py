@@ -25,7 +25,9 @@ Per node (reference/mig-manager.md §2 says why each step is there):
 On failure or timeout the previous label is restored, the node uncordoned, a Warning Event
 left, and the run goes on with the next node. Every step's progress is written in the same
 patch as the change it makes (:mod:`~migscope.applier.steps`), so a run killed anywhere is
-resumed or rolled back by the next; one applier acts at a time (:mod:`~migscope.applier.lease`).
+resumed or rolled back by the next, and a step retried after an error first reads that record
+(a write whose answer was lost may have landed); one applier acts at a time
+(:mod:`~migscope.applier.lease`).
 """
 
 from __future__ import annotations
@@ -68,6 +70,18 @@ from migscope.core.migparted import MigPartedConfig
 __all__ = ["Applier", "LeaseLost", "NodeOutcome", "RunReport"]
 
 Obj = dict[str, Any]
+
+
+_ORDER = {
+    Step.CONFIGMAP: 0,
+    Step.DRAIN: 1,
+    Step.WAIT: 2,
+    Step.VERIFY: 3,
+    Step.ROLLBACK: 4,
+    Step.DONE: 5,
+    Step.FAILED: 5,
+}
+"""How far along a change is, to recognise a write that landed although its answer was lost."""
 
 
 class LeaseLost(RuntimeError):
@@ -166,6 +180,7 @@ class Applier:
             namespace=settings.namespace,
             name=settings.lease_name,
             identity=settings.identity,
+            duration_s=settings.lease_duration_s,
         )
         self.actor = self.lease.identity
         self.audit = audit or Audit(kube if settings.apply else None, actor=self.actor)
@@ -219,9 +234,11 @@ class Applier:
             if progress is not None and not progress.step.terminal:
                 name = node["metadata"]["name"]
                 change = next((c for c in plan.nodes if c.node == name), None)
-                if change is None or change.config != progress.target:
+                # The same change as this plan's: its config may still need writing.
+                same = change is not None and change.config == progress.target
+                if change is None or not same:
                     change = NodeChange(name, progress.target)
-                report.outcomes.append(self._resume(change, progress, target))
+                report.outcomes.append(self._resume(change, progress, target, plan_config=same))
                 planned.discard(name)
         done_this_run = sum(1 for o in report.outcomes if o.result in ("applied", "failed"))
         for change in plan.nodes:
@@ -263,7 +280,7 @@ class Applier:
     # -- one node ------------------------------------------------------------------------------
 
     def _change(
-        self, change: NodeChange, target: ConfigTarget, nodes: Sequence[Obj]
+        self, change: NodeChange, target: ConfigTarget, nodes: Sequence[Obj], *, attempts: int = 5
     ) -> NodeOutcome:
         s = self.settings
         out = NodeOutcome(change.node, change.config, "skipped")
@@ -307,7 +324,13 @@ class Applier:
             previous=current,
             message="starting",
         )
-        self._record(node, progress, why="intent recorded before any change")
+        try:
+            self._record(node, progress, why="intent recorded before any change")
+        except Conflict:
+            if attempts <= 1:
+                raise
+            # The node changed since it was read (the kubelet, GFD): decide again on it as is.
+            return self._change(change, target, nodes, attempts=attempts - 1)
         return self._resume(change, progress, target, out=out, plan_config=True)
 
     def _skip(self, node: Obj, out: NodeOutcome) -> NodeOutcome:
@@ -419,6 +442,15 @@ class Applier:
         self, change: NodeChange, progress: NodeProgress, target: ConfigTarget, *, plan_config: bool
     ) -> NodeProgress:
         node = self.kube.get_node(change.node)
+        recorded = read_progress(node)
+        if (
+            recorded is not None
+            and (recorded.run, recorded.target) == (progress.run, progress.target)
+            and _ORDER[recorded.step] > _ORDER[progress.step]
+        ):
+            # A write whose answer was lost (a timeout after the server applied it) landed:
+            # go on from what it recorded rather than redo it (cordon, relabel, count).
+            return recorded
         if progress.step is Step.CONFIGMAP:
             return self._write_config(change, progress, target, node, plan_config=plan_config)
         if progress.step is Step.DRAIN:
@@ -556,20 +588,26 @@ class Applier:
                     f"Manager, state {state or '(none)'}{stuck}"
                 )
             self._check_lease()
+            window = min(left, 30.0)
+            began = time.monotonic()
+            answered = False
             try:
                 for _kind, obj in self.kube.watch_node(
                     change.node,
                     resource_version=node["metadata"]["resourceVersion"],
-                    timeout_s=min(left, 30.0),
+                    timeout_s=window,
                 ):
                     node = obj
                     new = ((obj.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL)
                     if new and (not seen or seen[-1] != new):
                         seen.append(new)
                     if new in ("success", "failed"):
+                        answered = True
                         break
             except ApiError:
                 pass  # 410 or a dropped stream: read the node again and watch from there
+            if not answered and time.monotonic() - began < window:
+                self.sleep(self.settings.poll_s)  # the watch ended early: poll, never spin
             node = self.kube.get_node(change.node)
 
     def _verify(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:

@@ -208,7 +208,10 @@ class Lease:
             self._thread = None
         if self.lost.is_set():
             return
-        current = self.kube.get_lease(self.namespace, self.name)
+        try:
+            current = self.kube.get_lease(self.namespace, self.name)
+        except ApiError:
+            return  # called from `finally`: never hide the run's own error; it expires
         if current is None or (current.get("spec") or {}).get("holderIdentity") != self.identity:
             return
         body = self._body(current, transitions=int(current["spec"].get("leaseTransitions") or 0))

@@ -113,6 +113,8 @@ class ApplySettings:
         configmap_key: Key of the config in the ConfigMap.
         lease_name: The Lease that keeps appliers one at a time.
         lease_wait_s: How long to wait for another applier to finish.
+        lease_duration_s: The Lease's ``leaseDurationSeconds``: how long a silent (dead)
+            applier keeps others out.
         identity: This applier's name in the Lease and Events.
         poll_s: Interval for polls (evicted pods going, device plugin catching up).
     """
@@ -131,6 +133,7 @@ class ApplySettings:
     configmap_key: str = "config.yaml"
     lease_name: str = "migscope-applier"
     lease_wait_s: float = 0.0
+    lease_duration_s: int = 60
     identity: str | None = None
     poll_s: float = 2.0
 

@@ -41,6 +41,14 @@ waits before every state write. Config entries match GPUs by ``devices`` (``all`
 indices) and ``device-filter`` (the PCI device ID part); GPUs no entry matches keep their
 layout; where several entries match a GPU the last one wins.
 
+For tests' assertions the simulation also keeps records, without acting on them: every
+re-creation of GPUs (:attr:`MigManagerSim.recreated`: which GPUs, for which config, and the
+pods holding one of them at that moment, read straight from the store), every change refused
+because a GPU was in use (:attr:`MigManagerSim.refused_in_use`), and every write made during
+a reconcile whose answer showed the node's config label already changed to another value
+(:attr:`MigManagerSim.overlaps`: someone relabelled the node while MIG Manager was still
+working on the previous change).
+
 Not reproduced: the ``single`` strategy (only ``mixed`` resources and labels are
 published), the operand pods themselves (only their deploy labels), CDI, host systemd units,
 the operator's own ``all-disabled`` default label, and per-instance placement (a layout is
@@ -75,6 +83,8 @@ __all__ = [
     "STATE_LABEL",
     "Knobs",
     "MigManagerSim",
+    "Overlap",
+    "Recreation",
     "SimGpu",
 ]
 
@@ -128,6 +138,33 @@ class Knobs:
     pause_operands: bool = True
 
 
+@dataclass(frozen=True)
+class Recreation:
+    """A change that reached the GPUs, or was refused because they were in use (a record).
+
+    Attributes:
+        node: The node.
+        config: The config name being applied.
+        gpus: Indices of the GPUs whose layout the change re-creates.
+        holders: ``namespace/name`` of the pods holding a device on one of those GPUs at
+            that moment (as :data:`GPU_ANNOTATION` or the requests say).
+    """
+
+    node: str
+    config: str
+    gpus: tuple[int, ...]
+    holders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The node's config label read ``seen`` while MIG Manager was applying ``applying``."""
+
+    node: str
+    applying: str
+    seen: str | None
+
+
 class _Stopped(Exception):
     pass
 
@@ -172,6 +209,9 @@ class MigManagerSim:
         self._reconciles: dict[str, int] = dict.fromkeys(nodes, 0)
         self._seen: dict[str, int] = dict.fromkeys(nodes, 0)
         self._errors: list[str] = []
+        self._recreated: list[Recreation] = []
+        self._refused: list[Recreation] = []
+        self._overlaps: list[Overlap] = []
         self._stop = threading.Event()
         self._controllers: list[_NodeController] = []
 
@@ -235,6 +275,24 @@ class MigManagerSim:
         with self._lock:
             return list(self._errors)
 
+    @property
+    def recreated(self) -> list[Recreation]:
+        """Every change that re-created GPUs, in order, with the pods holding them then."""
+        with self._lock:
+            return list(self._recreated)
+
+    @property
+    def refused_in_use(self) -> list[Recreation]:
+        """Every change that failed because a pod held a device on a GPU it changes."""
+        with self._lock:
+            return list(self._refused)
+
+    @property
+    def overlaps(self) -> list[Overlap]:
+        """Relabels seen while a change was still in progress on the node (see above)."""
+        with self._lock:
+            return list(self._overlaps)
+
     def wait_for_state(self, node: str, state: str, *, timeout: float = 5.0) -> dict[str, Any]:
         """Wait until the node's ``mig.config.state`` label is ``state``; returns the node."""
         return self.api.wait_for(
@@ -270,6 +328,14 @@ class MigManagerSim:
         with self._lock:
             self._errors.append(text)
 
+    def _note_recreation(self, record: Recreation, *, refused: bool) -> None:
+        with self._lock:
+            (self._refused if refused else self._recreated).append(record)
+
+    def _note_overlap(self, record: Overlap) -> None:
+        with self._lock:
+            self._overlaps.append(record)
+
     def _count_reconcile(self, node: str) -> None:
         with self._lock:
             self._reconciles[node] += 1
@@ -288,6 +354,7 @@ class _NodeController:
         self.client = sim.api.client()
         self.core = kubernetes.client.CoreV1Api(self.client)
         self.last_value: str | None = None
+        self.applying: str | None = None  # the config of the reconcile in progress (a record)
         self.paused: list[str] = []
         self.watch: kubernetes.watch.Watch | None = None
         self.thread = threading.Thread(
@@ -345,10 +412,12 @@ class _NodeController:
                 return  # no label, or the value already handled: upstream ignores it
             self.last_value = value
             self.sim._count_reconcile(self.node)
+            self.applying = value
             self._reconcile(value, obj)
         except kubernetes.client.ApiException as exc:
             self.sim._note_error(f"{self.node}: reconcile {value}: {exc.status} {exc.reason}")
         finally:
+            self.applying = None
             self.sim._mark_seen(self.node, meta.get("resourceVersion"))
 
     # ---------------------------------------------------------------------------- reconcile
@@ -374,6 +443,7 @@ class _NodeController:
             if a.normalised() != b.normalised()
         ]
         if self._in_use(current, changed):
+            self.sim._note_recreation(self._recreation(name, current, changed), refused=True)
             self._fail()  # "In use by another client"
             return
         if knobs.reboot:
@@ -387,6 +457,7 @@ class _NodeController:
         if knobs.fail or not all(_placeable(g) for g in desired):
             self._fail()
             return
+        self.sim._note_recreation(self._recreation(name, current, changed), refused=False)
         self.sim._set_gpus(self.node, desired)
         self.publish_devices()
         self._restore_operands()
@@ -427,6 +498,19 @@ class _NodeController:
                 return True
         return False
 
+    def _recreation(
+        self, name: str, current: Sequence[SimGpu], changed: Sequence[int]
+    ) -> Recreation:
+        """What the change touches and who holds it now (read from the store: no request)."""
+        pods = self.sim.api.list("v1", "Pod", field_selector=f"spec.nodeName={self.node}")
+        holders = sorted(
+            f"{p['metadata'].get('namespace')}/{p['metadata']['name']}"
+            for p in pods
+            if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            and _held_gpus(p, current) & set(changed)
+        )
+        return Recreation(self.node, name, tuple(changed), tuple(holders))
+
     # ------------------------------------------------------------------------------ writes
     def _sleep(self, seconds: float) -> None:
         if seconds > 0 and self.sim._stop.wait(seconds):
@@ -443,7 +527,12 @@ class _NodeController:
         self._set_state("failed")
 
     def _label(self, labels: Mapping[str, str | None]) -> None:
-        self.core.patch_node(self.node, {"metadata": {"labels": dict(labels)}})
+        done = self.core.patch_node(self.node, {"metadata": {"labels": dict(labels)}})
+        applying = self.applying
+        if applying is not None:
+            seen = ((done.metadata.labels if done.metadata else None) or {}).get(CONFIG_LABEL)
+            if seen != applying:
+                self.sim._note_overlap(Overlap(self.node, applying, seen))
 
     def _pause_operands(self, obj: Mapping[str, Any]) -> None:
         labels = obj.get("metadata", {}).get("labels") or {}
