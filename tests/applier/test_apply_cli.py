@@ -116,3 +116,29 @@ def test_bad_inputs_are_one_line(tmp_path: Path) -> None:
         assert code == 1, (args, err)
         assert err.count("\n") == 1, err
         assert message in err
+
+
+def test_analyze_apply_hands_the_plan_to_the_applier(tmp_path: Path) -> None:
+    """`analyze --apply`: the simulated fleet's plan goes to the applier, which checks each
+    node in the cluster (here the simulated nodes do not exist, so each is skipped)."""
+    with running_cluster(token=TOKEN) as c:
+        result = CliRunner().invoke(
+            cli,
+            [
+                "analyze",
+                "--simulate",
+                "h200-node",
+                "--window",
+                "1d",
+                "-o",
+                "json",
+                "--apply",
+                "--kubeconfig",
+                _kubeconfig(tmp_path, c.api.url),
+            ],
+        )
+        assert result.exit_code == 0, result.stderr
+        assert "apply: 1 node(s) in the plan" in result.stdout
+        assert "gpu-node-a: skipped" in result.stdout
+        assert "node not found" in result.stdout
+        assert c.labels()[CONFIG_LABEL] == "all-balanced"  # the real nodes were not touched
