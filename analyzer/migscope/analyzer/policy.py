@@ -37,6 +37,7 @@ from migscope.core.yaml_messages import (
     compose_with_lines,
     describe_location,
     describe_value,
+    first_problem,
     line_for,
 )
 
@@ -238,14 +239,7 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        errors = sorted(
-            (_describe(err, lines) for err in exc.errors()),
-            key=lambda p: (p[0] is None, p[0] or 0),
-        )
-        line, message = errors[0]
-        more = len(errors) - 1
-        if more:
-            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        line, message = first_problem(_describe(err, lines) for err in exc.errors())
         raise PolicyError(message, source=source, line=line) from None
 
 

@@ -70,6 +70,7 @@ from migscope.core.yaml_messages import (
     compose_with_lines,
     describe_location,
     describe_value,
+    first_problem,
     line_for,
 )
 
@@ -409,14 +410,7 @@ def parse_schedule(text: str, *, source: str = "<schedule>") -> ScheduleConfig:
     try:
         return ScheduleConfig.model_validate(data)
     except ValidationError as exc:
-        errors = sorted(
-            (_describe(err, lines) for err in exc.errors()),
-            key=lambda p: (p[0] is None, p[0] or 0),
-        )
-        line, message = errors[0]
-        more = len(errors) - 1
-        if more:
-            message += f" (and {more} more problem{'s' if more > 1 else ''})"
+        line, message = first_problem(_describe(err, lines) for err in exc.errors())
         raise ScheduleError(message, source=source, line=line) from None
 
 

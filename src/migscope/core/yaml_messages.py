@@ -8,7 +8,7 @@ read the same way: ``mig-configs.custom[0]``, ``idle.activity_p95_below``, "got 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
 import yaml
@@ -20,6 +20,7 @@ __all__ = [
     "compose_with_lines",
     "describe_location",
     "describe_value",
+    "first_problem",
     "line_for",
     "yaml_quote",
 ]
@@ -151,3 +152,17 @@ def _plain(node: yaml.Node, path: Loc, lines: dict[Loc, int]) -> object:
     if isinstance(node, yaml.SequenceNode):
         return [_plain(item, (*path, i), lines) for i, item in enumerate(node.value)]
     return _CONSTRUCTOR.construct_object(node, deep=True)
+
+
+def first_problem(problems: Iterable[tuple[int | None, str]]) -> tuple[int | None, str]:
+    """The problem nearest the top of the file, saying how many more there are.
+
+    One line per error keeps messages readable; the count tells the user the file has more
+    to fix than the line shown.
+    """
+    ordered = sorted(problems, key=lambda p: (p[0] is None, p[0] or 0))
+    line, message = ordered[0]
+    more = len(ordered) - 1
+    if more:
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return line, message
