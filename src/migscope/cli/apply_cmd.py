@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from migscope.cli.errors import InvalidInput
+
+if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
+    from migscope.applier.plan import ApplyPlan
 
 __all__ = ["apply_command", "run_apply"]
 
@@ -22,7 +26,7 @@ FAILED_EXIT = 3
 
 
 def run_apply(
-    plan_data: object,
+    plan: ApplyPlan,
     *,
     apply: bool,
     drain: bool,
@@ -44,10 +48,8 @@ def run_apply(
     from migscope.applier.applier import Applier, LeaseLost
     from migscope.applier.kube import ApiError, Kube
     from migscope.applier.lease import LeaseHeld
-    from migscope.applier.plan import ApplyPlan
     from migscope.applier.settings import ApplySettings, parse_window_spec
 
-    assert isinstance(plan_data, ApplyPlan)
     try:
         parsed = tuple(parse_window_spec(w) for w in windows)
     except ValueError as exc:
@@ -71,7 +73,7 @@ def run_apply(
         raise InvalidInput(str(exc)) from None
     with api:
         try:
-            report = Applier(Kube(api), settings).run(plan_data)
+            report = Applier(Kube(api), settings).run(plan)
         except (LeaseHeld, LeaseLost) as exc:
             raise InvalidInput(str(exc)) from None
         except ApiError as exc:
