@@ -39,6 +39,7 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_fd_to_metric_families as text_families
 
 from migscope.analyzer.stats import TimeSeries
+from migscope.core.yaml_messages import FileProblemError
 
 __all__ = [
     "DEFAULT_CHUNK_SAMPLES",
@@ -56,21 +57,8 @@ DEFAULT_CHUNK_SAMPLES = 10_000
 _METADATA = ("# HELP ", "# TYPE ", "# UNIT ")
 
 
-class ExpositionError(ValueError):
-    """A file that is not a readable exposition; the message is ``FILE:LINE: what``.
-
-    Attributes:
-        source: The file (or the name given to a text).
-        line: 1-based line where the problem was found, or None when it belongs to no line.
-        reason: What is wrong, without the place.
-    """
-
-    def __init__(self, reason: str, *, source: str, line: int | None = None) -> None:
-        self.source = source
-        self.line = line
-        self.reason = reason
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {reason}")
+class ExpositionError(FileProblemError):
+    """A file that is not a readable exposition; the message is ``FILE:LINE: what``."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from migscope.core.yaml_messages import (
+    FileProblemError,
     Loc,
     YamlProblem,
     compose_with_lines,
@@ -62,21 +63,8 @@ Factor = Annotated[float, Field(gt=0.0, le=1.0)]
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 
-class PolicyError(ValueError):
-    """A policy file that cannot be used; the message is ``FILE:LINE: key: what``.
-
-    Attributes:
-        source: The file (or the name given to a text).
-        line: 1-based line of the problem, or None.
-        reason: What is wrong, without the place.
-    """
-
-    def __init__(self, reason: str, *, source: str, line: int | None = None) -> None:
-        self.source = source
-        self.line = line
-        self.reason = reason
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {reason}")
+class PolicyError(FileProblemError):
+    """A policy file that cannot be used; the message is ``FILE:LINE: key: what``."""
 
 
 class AllocatedPolicy(BaseModel):

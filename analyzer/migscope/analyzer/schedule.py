@@ -65,6 +65,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from migscope.core.yaml_messages import (
+    FileProblemError,
     Loc,
     YamlProblem,
     compose_with_lines,
@@ -227,21 +228,8 @@ def zone(name: str) -> tzinfo:
 # The schedule file
 
 
-class ScheduleError(ValueError):
-    """A schedule file that cannot be used; the message is ``FILE:LINE: key: what``.
-
-    Attributes:
-        source: The file (or the name given to a text).
-        line: 1-based line of the problem, or None.
-        reason: What is wrong, without the place.
-    """
-
-    def __init__(self, reason: str, *, source: str, line: int | None = None) -> None:
-        self.source = source
-        self.line = line
-        self.reason = reason
-        where = f"{source}:{line}" if line is not None else source
-        super().__init__(f"{where}: {reason}")
+class ScheduleError(FileProblemError):
+    """A schedule file that cannot be used; the message is ``FILE:LINE: key: what``."""
 
 
 def _problem(message: str, *at: str | int) -> PydanticCustomError:

@@ -15,6 +15,7 @@ import yaml
 from yaml.constructor import SafeConstructor
 
 __all__ = [
+    "FileProblemError",
     "Loc",
     "YamlProblem",
     "compose_with_lines",
@@ -87,6 +88,26 @@ def line_for(loc: Loc, lines: Mapping[Loc, int]) -> int | None:
         if loc[:end] in lines:
             return lines[loc[:end]]
     return None
+
+
+class FileProblemError(ValueError):
+    """A file that cannot be used; the message is ``FILE:LINE: what``.
+
+    The one shape of user-facing file errors (policy, schedule, exposition files), so that
+    every one reads the same and editors can jump to the line.
+
+    Attributes:
+        source: The file (or the name given to a text).
+        line: 1-based line of the problem, or None when it belongs to no line.
+        reason: What is wrong, without the place.
+    """
+
+    def __init__(self, reason: str, *, source: str, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {reason}")
 
 
 class YamlProblem(ValueError):
