@@ -126,8 +126,13 @@ CASES: dict[str, Case] = {
     "p95 activity exactly at the idle threshold is not idle": Case(
         make("1g.18gb", act=0.05, mem=0.05), Status.HEALTHY
     ),
-    "memory p95 at 10% is not idle (memory still held)": Case(
-        make("1g.18gb", act=0.0, mem=0.10), Status.HEALTHY
+    # Issue 10 item 5: memory held is not use. A notebook that loaded a model and never
+    # computes is the canonical idle slice; the memory it holds is shown with the verdict.
+    "memory p95 at 10% and no compute is idle (memory held is not use)": Case(
+        make("1g.18gb", act=0.0, mem=0.10), Status.IDLE, says=("holds 1.6 GiB",)
+    ),
+    "a week at 0% compute holding most of its memory is idle, not saturated": Case(
+        make("1g.18gb", act=0.0, mem=0.97), Status.IDLE, says=("holds 15.5 GiB",)
     ),
     "idle by memory only when activity is unknown": Case(
         make(act=None, mem=0.02),
@@ -446,7 +451,12 @@ def test_documented_dcgm_example() -> None:
         (0, 9): Status.SATURATED,
     }
     saturated = got[(0, 9)][0]
-    assert saturated.confidence == pytest.approx(0.6)
+    factors = saturated.evidence["confidence_factors"]
+    assert isinstance(factors, dict)
+    assert factors["unattributed_use"] == pytest.approx(0.6)
+    # One scrape is one minute of history against the policy's 24 h: confidence says so.
+    assert factors["history"] == pytest.approx(1 / (24 * 60), rel=1e-3)
+    assert saturated.confidence == pytest.approx(0.6 / (24 * 60), abs=1e-4)
     assert "no pod held it" in saturated.reason
 
 

@@ -138,7 +138,23 @@ def test_every_gpu_gets_a_before_after_diagram(report: dict[str, Any]) -> None:
     assert set(layouts) == _gpus(report)
     for body in layouts.values():
         assert ">now</text>" in body
-        assert ">proposed</text>" in body or ">unchanged</text>" in body
+        assert ">re-created</text>" in body or ">unchanged</text>" in body
+
+
+def test_a_recreated_gpu_keeps_nothing_in_the_diagram(report: dict[str, Any]) -> None:
+    # Issue 10 item 7: mig-parted re-creates every instance of a changed GPU, so the diagram
+    # must not draw any of its instances as kept, and its pods are listed as losing a device.
+    page = render_html(report)
+    layouts = _layouts(page)
+    recs = [r for r in report["recommendations"] if r["gpus_recreated"]]
+    assert recs, "the fixture report should change a GPU"
+    for rec in recs:
+        for gpu in rec["gpus_recreated"]:
+            body = layouts[(rec["node"], gpu)]
+            assert ">re-created</text>" in body
+            assert ": unchanged</title>" not in body
+        for pod in rec["pods_to_move"]:
+            assert html.escape(pod) in page
 
 
 def test_placements_drawn_at_their_offsets(report: dict[str, Any]) -> None:

@@ -11,8 +11,11 @@ The order of the questions (docs/classification.md has examples):
 2. No pod held it for ``allocated.min_fraction`` of the observed window and nothing uses it:
    ``unallocated``. If something *does* use it, pod attribution is probably broken (kubelet
    socket, dcgm-exporter #272); the slice is judged on its use below, with lower confidence.
-3. ``saturated``: p95 activity or peak memory above the saturation thresholds.
-4. ``idle``: held, p95 activity and p95 memory both below the idle thresholds.
+3. ``idle``: held and p95 activity below the idle threshold, whatever memory it holds:
+   idle is about compute, and a notebook that loaded a model and never runs it is the
+   canonical idle slice. The memory held is evidence shown with it ("holds 3.1 GiB"). Only
+   without an activity series does p95 memory below ``idle.memory_p95_below`` stand in.
+4. ``saturated``: p95 activity or peak memory above the saturation thresholds.
 5. ``oversized``: a smaller profile of the same GPU model fits the p95 activity (scaled by
    compute slices) and the peak memory with the policy's headroom; the smallest such profile
    is suggested.
@@ -233,6 +236,16 @@ def _larger(model: GpuModel, current: GiProfile) -> list[GiProfile]:
     )
 
 
+def _holds(usage: _Usage) -> str:
+    """Memory held, as evidence next to an idle verdict ("holds 3.1 GiB (4.4% of 70.0 GiB)")."""
+    if usage.memory_p95 is None:
+        return "memory held unknown"
+    return (
+        f"holds {_gib(usage.memory_p95)} at p95 ({_pct(usage.memory_p95_ratio)} of "
+        f"{_gib(usage.total)})"
+    )
+
+
 def _pct(value: float | None) -> str:
     if value is None:
         return "unknown"
@@ -256,6 +269,12 @@ class _Verdict:
         self.candidates: list[_Fit] = []
         coverage_factor = min(1.0, stats.coverage / policy.confidence.full_coverage)
         self.factors["coverage"] = round(coverage_factor, 6)
+        # Coverage is a share of the window; three minutes fully covered are still three
+        # minutes. Below the minimum history confidence falls in proportion to what is there.
+        need = policy.evidence.min_history_hours
+        have = max(0.0, min(1.0, stats.coverage)) * (stats.window_end - stats.window_start) / 3600
+        if need > 0 and have < need:
+            self.factors["history"] = round(have / need, 6)
 
     def quote(self, *keys: str) -> None:
         every = self.policy.thresholds()
@@ -339,8 +358,10 @@ def classify(
         return verdict.finish(Status.UNKNOWN, f"Nothing to judge by: {what}.")
 
     idle = policy.idle
-    quiet_compute = act is None or act < idle.activity_p95_below
     quiet_memory = mem_p95 is None or mem_p95 < idle.memory_p95_below
+    # Idle is about compute: memory held is not use. Only without an activity series does
+    # memory stand in for it (and such a verdict never lets the plan change the GPU).
+    quiet_compute = act < idle.activity_p95_below if act is not None else quiet_memory
     held = stats.allocated_fraction >= policy.allocated.min_fraction
     verdict.quote("allocated.min_fraction", "idle.activity_p95_below", "idle.memory_p95_below")
 
@@ -355,6 +376,19 @@ def classify(
         verdict.factors["unattributed_use"] = policy.confidence.unattributed_use_factor
         verdict.notes.append("in use although no pod held it: is pod attribution working?")
 
+    if held and quiet_compute:
+        owner = stats.main_owner
+        who = f"{owner.namespace}/{owner.pod}" if owner is not None else "a pod"
+        if act is not None:
+            why = f"p95 activity {_pct(act)} < {_pct(idle.activity_p95_below)}"
+        else:
+            why = f"p95 memory {_pct(mem_p95)} < {_pct(idle.memory_p95_below)} (activity unknown)"
+        return verdict.finish(
+            Status.IDLE,
+            f"Held by {who} for {_pct(stats.allocated_fraction)} of the window but unused: "
+            f"{why}; {_holds(usage)}.",
+        )
+
     sat = policy.saturated
     verdict.quote("saturated.activity_p95_above", "saturated.memory_peak_above")
     hot = []
@@ -366,16 +400,6 @@ def classify(
         return verdict.finish(
             Status.SATURATED,
             f"The slice is a bottleneck: {' and '.join(hot)}.",
-        )
-
-    if held and quiet_compute and quiet_memory:
-        owner = stats.main_owner
-        who = f"{owner.namespace}/{owner.pod}" if owner is not None else "a pod"
-        return verdict.finish(
-            Status.IDLE,
-            f"Held by {who} for {_pct(stats.allocated_fraction)} of the window but unused: "
-            f"p95 activity {_pct(act)} < {_pct(idle.activity_p95_below)}, p95 memory "
-            f"{_pct(mem_p95)} < {_pct(idle.memory_p95_below)} of {_gib(usage.total)}.",
         )
 
     if model is None or current is None:

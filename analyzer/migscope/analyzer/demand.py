@@ -6,10 +6,12 @@ data in, data out, no I/O, so every rule is held by a table in the tests.
 
 Demand of a pool = right-sized busy slices + pending pods + headroom:
 
-- **Busy slices**: a slice held by a pod whose verdict is ``healthy``, ``saturated`` or
-  ``oversized`` counts once, at the profile :func:`migscope.analyzer.classify.right_size`
-  gives it (an oversized 3g whose pod would fit a 1g counts as a 1g; a saturated 1g as the
-  next larger profile). An ``unknown`` slice held by a pod counts at its current profile:
+- **Busy slices**: a slice whose verdict is ``healthy``, ``saturated`` or ``oversized``
+  counts once whether or not a pod is known to hold it (busy without a pod means pod
+  attribution is missing, not the work: it counts at its current profile). Held by a pod,
+  it counts at the profile :func:`migscope.analyzer.classify.right_size` gives it (an
+  oversized 3g whose pod would fit a 1g counts as a 1g; a saturated 1g as the next larger
+  profile). An ``unknown`` slice held by a pod counts at its current profile:
   what cannot be judged is not taken away. ``idle`` and ``unallocated`` slices count nothing:
   that is the capacity the plan gives back.
 - **Pending pods**: ``(profile, count)`` pairs of ``nvidia.com/mig-<profile>`` requests that
@@ -127,7 +129,11 @@ def slice_contribution(
             stats.info, status, stats.info.profile, "unknown but held: kept at its profile"
         )
     if not held:
-        return Contribution(stats.info, status, None, f"{status.value} but held by no pod")
+        # Busy without a known pod: attribution is missing (dcgm-exporter often attaches no
+        # pod on MIG, #272), not the work. It is demand, at the profile it runs on.
+        return Contribution(
+            stats.info, status, stats.info.profile, f"{status.value}, no pod known: kept"
+        )
     sized = right_size(stats, model=model, policy=policy)
     why = "busy" if sized == stats.info.profile else f"busy, right-sized to {sized}"
     return Contribution(stats.info, status, sized, why)

@@ -52,9 +52,17 @@ from migscope.analyzer.plan import (
     plan_layouts,
 )
 from migscope.analyzer.policy import Policy, default_policy
+from migscope.analyzer.safety import History, observed_hours, pin_reason
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
 from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
+from migscope.core.disruption import (
+    GpuLayouts,
+    SliceOnGpu,
+    pods_losing_device,
+    recreated_gpus,
+    violations,
+)
 from migscope.core.migparted import MigPartedConfig, merge_configs
 from migscope.core.named_layouts import generated_configs, layout_for_gpu
 
@@ -86,6 +94,8 @@ class SliceResult:
         held: A pod held it for at least the policy's allocated fraction.
         in_use: Pinned for the planner (held, busy and right-sized; see the module doc).
         demand_profile: The profile it adds to demand, or None.
+        pin: Why it pins its GPU, which the plan must then leave exactly as it is (None: it
+            does not; see :mod:`migscope.analyzer.safety`).
     """
 
     stats: SliceStats
@@ -94,6 +104,7 @@ class SliceResult:
     held: bool
     in_use: bool
     demand_profile: str | None
+    pin: str | None = None
 
     @property
     def status(self) -> Status:
@@ -125,7 +136,12 @@ class SliceResult:
             "current": self.current,
             "in_use": self.in_use,
             "demand_profile": self.demand_profile,
+            "pin": self.pin,
         }
+
+    def pods(self) -> tuple[str, ...]:
+        """``namespace/pod`` of every pod seen holding the slice in the window."""
+        return tuple(sorted({f"{o.namespace}/{o.pod}" for o in self.stats.owners}))
 
 
 @dataclass(frozen=True)
@@ -169,6 +185,9 @@ class AnalysisResult:
         price_per_gpu_hour: The price used for money figures, if any.
         notes: Things the reader should know (uncatalogued models, unplaceable slices).
         what_if: ``{node or "*": config}`` replayed as the what-if layout, if asked.
+        history: How much history the analysis rests on, against the policy's minimum.
+        provenance: Where the data came from and when the report was made (the CLI sets
+            it; the applier refuses simulated and stale plans on it).
     """
 
     window_start: float
@@ -182,6 +201,8 @@ class AnalysisResult:
     price_per_gpu_hour: float | None = None
     notes: tuple[str, ...] = field(default=())
     what_if: Mapping[str, str] | None = None
+    history: History | None = None
+    provenance: Mapping[str, Any] | None = None
 
     @property
     def window_hours(self) -> float:
@@ -193,8 +214,18 @@ class AnalysisResult:
         return sum(1 for s in self.slices if s.current and s.status is status)
 
     def recommendations(self) -> list[dict[str, Any]]:
-        """One entry per node whose layout the plan changes (see docs/report-schema.md)."""
-        held = _held_instances(self.slices)
+        """One entry per node whose layout the plan changes (see docs/report-schema.md).
+
+        What a change destroys is computed by :mod:`migscope.core.disruption`, the code the
+        applier uses too: every GPU whose layout differs is re-created whole, so every pod
+        seen on any slice of such a GPU is listed in ``pods_to_move`` and the change is
+        disruptive. Each entry is checked against the safety contract before it is returned;
+        a violation is a bug in the planner, so it raises rather than reaching a cluster.
+        """
+        on_node: dict[str, list[SliceResult]] = defaultdict(list)
+        for s in self.slices:
+            if s.current:
+                on_node[s.stats.info.key.node].append(s)
         out: list[dict[str, Any]] = []
         for pool in self.pools:
             by_node: dict[str, list[Any]] = defaultdict(list)
@@ -204,32 +235,57 @@ class AnalysisResult:
                 gpus = sorted(by_node[node_plan.node], key=lambda g: g.index)
                 if not node_plan.changed:
                     continue
-                moved_pods = [
-                    held[(g.node, g.index, i.profile, i.start)]
+                layouts = [
+                    GpuLayouts(
+                        g.index,
+                        g.current.layout.as_dict(),
+                        g.proposed.layout.as_dict(),
+                        g.current.mig_enabled,
+                        g.proposed.mig_enabled,
+                    )
                     for g in gpus
-                    if g.changed
-                    for i in g.destroyed
-                    if (g.node, g.index, i.profile, i.start) in held
                 ]
-                out.append(
-                    {
-                        "node": node_plan.node,
-                        "pool": pool.pool,
-                        "model": pool.model.key,
-                        "current": [{"gpu": g.index, **g.current.as_dict()} for g in gpus],
-                        "proposed": [{"gpu": g.index, **g.proposed.as_dict()} for g in gpus],
-                        "mig_config": node_plan.mig_config,
-                        "disruptive": node_plan.disruptive or bool(moved_pods),
-                        "pods_to_move": sorted(set(moved_pods)),
-                        "gpus": [g.as_dict() for g in gpus],
-                    }
-                )
+                slices = [_on_gpu(s, pool.model) for s in on_node[node_plan.node]]
+                recreated = recreated_gpus(layouts)
+                pods = pods_losing_device(recreated, slices)
+                rec: dict[str, Any] = {
+                    "node": node_plan.node,
+                    "pool": pool.pool,
+                    "model": pool.model.key,
+                    "current": [{"gpu": g.index, **g.current.as_dict()} for g in gpus],
+                    "proposed": [{"gpu": g.index, **g.proposed.as_dict()} for g in gpus],
+                    "mig_config": node_plan.mig_config,
+                    "disruptive": node_plan.disruptive or bool(pods),
+                    "pods_to_move": list(pods),
+                    "gpus_recreated": list(recreated),
+                    "slices": [x.as_dict() for x in sorted(slices, key=_slice_order)],
+                    "gpus": [g.as_dict() for g in gpus],
+                }
+                broken = violations(rec)
+                if broken:
+                    raise AssertionError(f"planner broke the safety contract: {broken[0]}")
+                out.append(rec)
         return out
 
     def node_plan(self) -> dict[str, Any]:
-        """The node → config plan: every planned node, its config, and whether it changes."""
-        nodes = [n.as_dict() for p in self.pools for n in p.plan.nodes]
-        return {"schema_version": SCHEMA_VERSION, "nodes": sorted(nodes, key=lambda n: n["node"])}
+        """The node → config plan: every planned node, its config, and whether it changes.
+
+        ``disruptive`` is the recommendation's (every pod on a re-created GPU counts), and
+        the provenance travels with it so that the applier can refuse simulated data.
+        """
+        recs = {r["node"]: r for r in self.recommendations()}
+        nodes = []
+        for n in (n for p in self.pools for n in p.plan.nodes):
+            entry = n.as_dict()
+            if n.node in recs:
+                entry["disruptive"] = recs[n.node]["disruptive"]
+                entry["pods_to_move"] = recs[n.node]["pods_to_move"]
+            nodes.append(entry)
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "nodes": sorted(nodes, key=lambda n: n["node"]),
+            "provenance": dict(self.provenance) if self.provenance is not None else None,
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data, ``schema_version`` 1 (docs/report-schema.md)."""
@@ -273,6 +329,8 @@ class AnalysisResult:
             "node_configs": dict(sorted(self.node_configs.items())),
             "savings": dict(self.savings),
             "what_if": self.what_if_summary(),
+            "evidence": self.history.as_dict() if self.history is not None else None,
+            "provenance": dict(self.provenance) if self.provenance is not None else None,
             "notes": list(self.notes),
         }
 
@@ -307,15 +365,18 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _held_instances(slices: Iterable[SliceResult]) -> dict[tuple[str, int, str, int], str]:
-    """``(node, gpu, profile, start) → "namespace/pod"`` of current slices held by a pod."""
-    out: dict[tuple[str, int, str, int], str] = {}
-    for s in slices:
-        owner, start = s.stats.main_owner, s.stats.info.placement_start
-        if s.current and s.held and owner is not None and start is not None:
-            key = s.stats.info.key
-            out[(key.node, key.gpu, s.stats.info.profile, start)] = f"{owner.namespace}/{owner.pod}"
-    return out
+def _on_gpu(result: SliceResult, model: GpuModel) -> SliceOnGpu:
+    """A current slice as the safety contract sees it (profile in the catalogue's name)."""
+    info = result.stats.info
+    try:
+        profile = model.profile(info.profile).name
+    except UnknownProfileError:
+        profile = info.profile
+    return SliceOnGpu(info.key.gpu, profile, result.status.value, result.pods(), result.pin)
+
+
+def _slice_order(s: SliceOnGpu) -> tuple[int, str, str]:
+    return (s.gpu, s.profile, s.status)
 
 
 def _model(key: str | None) -> GpuModel | None:
@@ -356,25 +417,42 @@ def _infer_start(model: GpuModel, profile: str, gi_id: int) -> int | None:
 
 
 def _gpu_states(
-    pool_slices: Sequence[tuple[SliceResult, float]], model: GpuModel, notes: list[str]
-) -> tuple[list[GpuState], set[int]]:
-    """Each GPU of a pool as it is now, and the ids (``id()``) of the current slices."""
+    pool_slices: Sequence[tuple[SliceResult, float]],
+    model: GpuModel,
+    notes: list[str],
+    *,
+    freeze_all: bool,
+) -> tuple[list[GpuState], set[int], set[str]]:
+    """Each GPU of a pool as it is now, the current slices' ids, and the nodes left out.
+
+    A GPU is frozen (the plan must leave it exactly as it is) when a current slice on it
+    pins it, or with ``freeze_all`` (too little history for any plan). A node with a slice
+    whose profile or placement is unknown is not planned at all: its config would have to
+    name every GPU's layout, and one of them cannot be known.
+    """
     by_gpu: dict[tuple[str, int], list[tuple[SliceResult, float]]] = defaultdict(list)
     for item in pool_slices:
         key = item[0].stats.info.key
         by_gpu[(key.node, key.gpu)].append(item)
-    states: list[GpuState] = []
+    found: list[tuple[str, int, list[Instance], bool]] = []
     current: set[int] = set()
+    unplanned: set[str] = set()
     for (node, index), items in sorted(by_gpu.items()):
         items.sort(key=lambda it: (-it[1], -it[0].stats.coverage, it[0].stats.info.key))
         occupied = 0
         instances: list[Instance] = []
+        frozen = freeze_all
         for result, _ in items:
             info = result.stats.info
             try:
                 gi = model.profile(info.profile)
             except UnknownProfileError:
-                notes.append(f"{node}/{index}: profile {info.profile} not in the catalogue")
+                notes.append(
+                    f"{node}/{index}: profile {info.profile} not in the catalogue; node {node} "
+                    "is not planned"
+                )
+                current.add(id(result))
+                unplanned.add(node)
                 continue
             start = info.placement_start
             if start is None:
@@ -382,8 +460,10 @@ def _gpu_states(
             if start is None or start not in gi.placements:
                 notes.append(
                     f"{node}/{index}: GI {info.key.gpu_instance_id} ({info.profile}) has no "
-                    "known placement; left out of the plan"
+                    f"known placement; node {node} is not planned"
                 )
+                current.add(id(result))
+                unplanned.add(node)
                 continue
             mask = ((1 << gi.memory_slices) - 1) << start
             if occupied & mask:
@@ -391,8 +471,14 @@ def _gpu_states(
             occupied |= mask
             current.add(id(result))
             instances.append(Instance(gi.name, start, result.in_use))
-        states.append(GpuState(node, index, tuple(sorted(instances))))
-    return states, current
+            frozen = frozen or result.pin is not None
+        found.append((node, index, instances, frozen and bool(instances)))
+    states = [
+        GpuState(node, index, tuple(sorted(instances)), frozen=frozen)
+        for node, index, instances, frozen in found
+        if node not in unplanned
+    ]
+    return states, current, unplanned
 
 
 def analyze(
@@ -468,6 +554,13 @@ def analyze(
             say(f"classified {n} slices")
     say(f"classified {len(staged)} slices")
 
+    window_hours = (end - start) / 3600.0
+    history = History(
+        max((observed_hours(st, window_hours) for st, _, _ in staged), default=0.0),
+        policy.evidence.min_history_hours,
+    )
+    if staged and not history.enough:
+        notes.append(history.sentence())
     results: list[tuple[SliceResult, float]] = []
     for stats, verdict, seen in staged:
         held = is_held(stats, policy=policy)
@@ -479,7 +572,8 @@ def analyze(
             in_use = False
         if keep_mis_sized and in_use:
             right = stats.info.profile
-        results.append((SliceResult(stats, verdict, True, held, in_use, right), seen))
+        pin = pin_reason(stats, verdict, held=held, window_hours=window_hours, policy=policy)
+        results.append((SliceResult(stats, verdict, True, held, in_use, right, pin), seen))
 
     pools: dict[str, list[tuple[SliceResult, float]]] = defaultdict(list)
     for result, seen in results:
@@ -500,11 +594,19 @@ def analyze(
         model = _model(model_key)
         if model is None:
             continue
-        states, current = _gpu_states(pools[key], model, notes)
+        states, current, unplanned = _gpu_states(
+            pools[key], model, notes, freeze_all=not history.enough
+        )
         current_ids |= current
-        members = [(r.stats, r.verdict) for r, _ in pools[key] if id(r) in current]
         mine = [(p, c) for p, c in waiting if _offers(model, p)]
         waiting = [(p, c) for p, c in waiting if not _offers(model, p)]
+        if not states:
+            continue  # every node of the pool is left out (notes say why)
+        members = [
+            (r.stats, r.verdict)
+            for r, _ in pools[key]
+            if id(r) in current and r.stats.info.key.node not in unplanned
+        ]
         demand = pool_demand(
             members, pool=key, model=model, pending=mine, headroom=headroom, policy=policy
         )
@@ -538,6 +640,7 @@ def analyze(
                     r.held,
                     r.in_use,
                     r.demand_profile,
+                    r.pin,
                 )
                 for r, _ in results
             ),
@@ -571,6 +674,7 @@ def analyze(
         price_per_gpu_hour=price_per_gpu_hour,
         notes=tuple(dict.fromkeys(notes)),
         what_if=dict(what_if) if what_if else None,
+        history=history,
     )
 
 

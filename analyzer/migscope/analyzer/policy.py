@@ -45,6 +45,7 @@ from migscope.core.yaml_messages import (
 __all__ = [
     "AllocatedPolicy",
     "ConfidencePolicy",
+    "EvidencePolicy",
     "IdlePolicy",
     "OversizedPolicy",
     "Policy",
@@ -105,6 +106,21 @@ class OversizedPolicy(BaseModel):
     """Peak memory must stay at or below this share of the smaller profile's memory."""
 
 
+class EvidencePolicy(BaseModel):
+    """How much history a recommendation to change a GPU needs.
+
+    Why: a plan rests on the statistics of the slices it destroys. A single scrape or a few
+    minutes of history say who holds what, not whether a slice is idle; re-partitioning on
+    them destroys slices the data cannot show are unused. Below this much observed history
+    the report still classifies and explains, but nothing is recommended.
+    """
+
+    model_config = _STRICT
+    min_history_hours: Annotated[float, Field(ge=0.0, le=24.0 * 366)] = 24.0
+    """Least observed history (coverage x window) of every slice on a GPU before the plan may
+    change that GPU, and of the fleet before any change is recommended; 0 turns it off."""
+
+
 class ConfidencePolicy(BaseModel):
     """How much missing data lowers confidence."""
 
@@ -129,6 +145,7 @@ class Policy(BaseModel):
     saturated: SaturatedPolicy = SaturatedPolicy()
     oversized: OversizedPolicy = OversizedPolicy()
     confidence: ConfidencePolicy = ConfidencePolicy()
+    evidence: EvidencePolicy = EvidencePolicy()
 
     @field_validator("version", mode="before")
     @classmethod
@@ -246,6 +263,8 @@ def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, 
         message = f"unknown key (allowed here: {allowed})"
     elif kind in ("float_type", "float_parsing"):
         message = f"must be a number, got {describe_value(value)}"
+    elif loc and loc[-1] == "min_history_hours" and kind.startswith(("greater", "less")):
+        message = f"must be hours between 0 and 8784 (a year), got {value!r}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         low = "above 0" if loc[-1] in _POSITIVE else "at least 0"
         message = f"must be a ratio {low} and at most 1, got {value!r}"

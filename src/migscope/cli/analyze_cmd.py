@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import re
 import sys
 import time
@@ -107,12 +108,16 @@ def run_analysis(
     what_if_config: MigPartedConfig | None = None,
     pending_pods: PendingMode = "off",
     kubeconfig: str | None = None,
+    end: float | None = None,
 ) -> AnalysisResult:
     """Read the chosen source and analyse it; every expected failure is an InvalidInput.
 
-    With ``prometheus_embedded`` the simulated or file history is first backfilled into a
-    real Prometheus started for the run, and the statistics come from its PromQL, exactly as
-    with ``--prometheus``.
+    The window ends at ``end`` when given (a report on a past week), else at the source's
+    newest sample (file), the simulation's end, or now (Prometheus); see
+    :func:`_window_ending`. With ``prometheus_embedded`` the simulated or file history is
+    first backfilled into a real Prometheus started for the run, and the statistics come
+    from its PromQL, exactly as with ``--prometheus``. The result carries its provenance
+    (:func:`provenance`), which the applier checks before it touches a cluster.
     """
     say = progress_reporter(show_progress)
     pending, pending_notes = read_pending(pending_pods, kubeconfig, timeout_s)
@@ -124,17 +129,19 @@ def run_analysis(
                 sim = load_fleet(names)
                 start = sim.clock.start
                 window = (start, start + window_s)
+                if end is not None:
+                    raise InvalidInput("--end goes with --source or --prometheus")
                 if say is not None:
                     say(f"simulating {', '.join(names)}: {window_s / 86400:g} days")
                 slices = simulate_slices(sim, window_s=window_s, step_s=step)
             elif source is not None:
                 found = read_openmetrics(source)
-                window = _window_ending(found.last, window_s)
+                window = _window_ending(found.last if end is None else end, window_s)
                 slices = found.series
             else:
                 assert prometheus is not None
                 client = _client(prometheus, bearer_token_file, timeout_s)
-                window = _window_ending(time.time(), window_s)
+                window = _window_ending(time.time() if end is None else end, window_s)
             if prometheus_embedded:
                 server = _local_prometheus(stack, slices, window_s, say)
                 client = _client(server.url, None, timeout_s)
@@ -175,9 +182,94 @@ def run_analysis(
         raise InvalidInput(str(exc).strip("'\"")) from None
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-    if not result.slices:
-        raise InvalidInput("no MIG series found in the window")
-    return result
+    if not any(s.stats.samples for s in result.slices):
+        raise InvalidInput(_nothing_in_window(window, end))
+    origin = provenance(source=source, simulate=simulate, prometheus=prometheus)
+    return dataclasses.replace(result, provenance=origin)
+
+
+def provenance(
+    *, source: str | None, simulate: str | None, prometheus: str | None
+) -> dict[str, object]:
+    """Where a report's data came from and when it was made (report ``provenance``).
+
+    Why: a plan is only as good as its data. The applier refuses plans from simulated data
+    (they must never reach a cluster) and plans older than its limit, and a reader of an old
+    report can tell what it rests on. A URL's credentials, if any, are not recorded.
+    """
+    now = time.time()
+    origin: dict[str, object]
+    if simulate is not None:
+        names = [n.strip() for n in simulate.split(",") if n.strip()]
+        origin = {"kind": "simulation", "scenarios": names}
+    elif source is not None:
+        origin = {"kind": "file", "path": source}
+    else:
+        origin = {"kind": "prometheus", "url": _without_credentials(prometheus or "")}
+    return {
+        "source": origin,
+        "simulated": simulate is not None,
+        "created": _iso(now),
+        "created_unix": round(now, 3),
+    }
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def _iso(seconds: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def _nothing_in_window(window: tuple[float, float], end: float | None) -> str:
+    """Why there is nothing to report, and what to try (not "no MIG series" when it is time)."""
+    span = f"{_iso(window[0])} .. {_iso(window[1])}"
+    if end is not None:
+        return f"no MIG samples in the window {span}: is --end right?"
+    return (
+        f"no MIG samples in the window {span}: the exporter may not have been scraped yet "
+        "(a new install needs a scrape or two), or the series are named differently"
+    )
+
+
+def parse_end(text: str | None) -> float | None:
+    """``--end``: ISO 8601 (``2026-11-30``, ``2026-11-30T06:00:00Z``) or Unix seconds.
+
+    A time without a zone is UTC, so the same command gives the same window anywhere.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if text is None:
+        return None
+    from datetime import datetime, timezone
+
+    value = text.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"bad --end {text!r}: expected an ISO 8601 time (2026-11-30T06:00:00Z) or Unix seconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
 
 
 PendingMode = Literal["auto", "on", "off"]
@@ -215,13 +307,18 @@ def _pending_mode(chosen: str | None, kubeconfig: str | None, *, live: bool) -> 
 
 
 def _window_ending(end: float, window_s: float) -> tuple[float, float]:
-    """The window of ``window_s`` ending at ``end``, on the hour grid when it is whole hours.
+    """The window of ``window_s`` that holds ``end`` (the newest sample, or now).
 
-    Whole hours ending on the hour are what per-hour use needs (the heatmap, the what-if
-    replay): the end moves back to the last full hour, so the newest partial hour is left out.
+    Whole-hour windows lie on the hour grid, which per-hour use needs (the heatmap, the
+    what-if replay): the end moves *forward* to the next full hour, so the newest samples,
+    a single scrape's only one included, are always inside (moving it back would leave out
+    the data the user gave). The part after ``end`` holds no samples and lowers coverage by
+    less than an hour's worth.
     """
     if window_s % HOURLY_PERIOD_SECONDS == 0 and end - window_s > 0:
-        return snap_window(end - window_s, end, HOURLY_PERIOD_SECONDS)
+        hour = HOURLY_PERIOD_SECONDS
+        top = math.ceil(end / hour) * hour
+        return snap_window(top - window_s, top, hour)
     return (end - window_s, end)
 
 
@@ -269,9 +366,7 @@ def summary_lines(result: AnalysisResult) -> list[str]:
         f"wasted: {s['wasted_gpu_hours']:.1f} GPU-hours "
         f"(idle {s['idle_gpu_hours']:.1f}, unallocated {s['unallocated_gpu_hours']:.1f}, "
         f"oversized {s['oversized_gpu_hours']:.1f})",
-        f"plan: {s['gpus_freed']} GPU(s) freeable ({s['gpu_hours_freed']:.1f} GPU-hours per "
-        f"window), {s['gpus_changed']} GPU(s) changed on {s['nodes_changed']} node(s), "
-        f"unmet demand {s['unmet_demand']}",
+        _plan_line(result),
     ]
     if s.get("price_per_gpu_hour") is not None:
         lines.append(
@@ -286,6 +381,18 @@ def summary_lines(result: AnalysisResult) -> list[str]:
             f"{what_if['proposed']['served_share']:.1%})"
         )
     return lines
+
+
+def _plan_line(result: AnalysisResult) -> str:
+    """What the plan frees, or why there is no plan (too little history)."""
+    if result.history is not None and not result.history.enough:
+        return f"plan: {result.history.sentence()}"
+    s = result.savings
+    return (
+        f"plan: {s['gpus_freed']} GPU(s) freeable ({s['gpu_hours_freed']:.1f} GPU-hours per "
+        f"window), {s['gpus_changed']} GPU(s) changed on {s['nodes_changed']} node(s), "
+        f"unmet demand {s['unmet_demand']}"
+    )
 
 
 def parse_what_if(values: Sequence[str]) -> dict[str, str]:
@@ -346,6 +453,13 @@ def load_what_if_config(path: str | None) -> MigPartedConfig | None:
     help="Seconds to wait for each Prometheus request.",
 )
 @click.option("--window", "window", default="7d", show_default=True, help="Window length.")
+@click.option(
+    "--end",
+    "end",
+    metavar="TIME",
+    help="Window end, ISO 8601 or Unix seconds (default: the newest sample of --source, or "
+    "now for --prometheus).",
+)
 @click.option(
     "--step", default=60.0, show_default=True, type=float, help="Sample interval, seconds."
 )
@@ -423,6 +537,7 @@ def analyze_command(
     kubeconfig: str | None,
     apply: bool,
     drain: bool,
+    end: str | None = None,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -438,7 +553,12 @@ def analyze_command(
         raise InvalidInput(
             "--prometheus-embedded goes with --simulate or --source, not --prometheus"
         )
+    if apply and simulate is not None:
+        raise InvalidInput(
+            "--apply with --simulate: a plan from simulated data is never applied to a cluster"
+        )
     window_s = parse_window(window)
+    end_at = parse_end(end)
     what_if_map = parse_what_if(what_if)
     what_if_file = load_what_if_config(what_if_config)
     if what_if_file is not None and not what_if_map:
@@ -468,6 +588,7 @@ def analyze_command(
         what_if_config=what_if_file,
         pending_pods=_pending_mode(pending_pods, kubeconfig, live=prometheus is not None),
         kubeconfig=kubeconfig,
+        end=end_at,
     )
     fmt: Format | None = None
     if output in ("json", "md", "csv", "html"):

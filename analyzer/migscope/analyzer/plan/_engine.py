@@ -72,6 +72,7 @@ class PreparedGpu:
     kept: tuple[tuple[str, int], ...]
     pool: PoolKey
     cls: int
+    frozen: bool = False
 
     @property
     def busy(self) -> bool:
@@ -189,15 +190,25 @@ def prepare(
         seen.add(name)
     ordered = sorted(gpus, key=lambda g: (g.node, g.index))
     classes: list[GpuClass] = []
+    frozen: set[PoolKey] = set()
     class_of: dict[tuple[Target, PoolKey], int] = {}
     prepared: list[PreparedGpu] = []
     for pos, gpu in enumerate(ordered):
         current, placements = current_placements(model, gpu)
         instances = tuple(
-            sorted(Instance(p.profile.name, p.start, i.in_use) for p, i in _pair(placements, gpu))
+            sorted(
+                Instance(p.profile.name, p.start, i.in_use or gpu.frozen)
+                for p, i in _pair(placements, gpu)
+            )
         )
         kept = tuple(sorted((i.profile, i.start) for i in instances if i.in_use))
-        pool = tuple(sorted((n, ANYWHERE) for n, _ in kept)) if allow_move else kept
+        if gpu.frozen:
+            if not kept:
+                raise PlanError(f"GPU {gpu.node}/{gpu.index} is frozen but has no instances")
+            pool = kept  # every instance where it is, even when others may move
+            frozen.add(pool)
+        else:
+            pool = tuple(sorted((n, ANYWHERE) for n, _ in kept)) if allow_move else kept
         key = (current, pool)
         if key not in class_of:
             class_of[key] = len(classes)
@@ -205,17 +216,41 @@ def prepare(
         cls = class_of[key]
         classes[cls].members.append(pos)
         prepared.append(
-            PreparedGpu(pos, gpu.node, gpu.index, current, placements, instances, kept, pool, cls)
+            PreparedGpu(
+                pos,
+                gpu.node,
+                gpu.index,
+                current,
+                placements,
+                instances,
+                kept,
+                pool,
+                cls,
+                gpu.frozen,
+            )
         )
     pools: dict[PoolKey, list[int]] = {}
     for group in classes:
         pools.setdefault(group.pool, []).append(group.id)
     park = parked_target(parked)
     names = frozenset(wanted)
-    candidates = {pool: _candidates(model, pool, names, park) for pool in sorted(pools)}
+    candidates = {
+        pool: ([_as_is(model, pool)] if pool in frozen else _candidates(model, pool, names, park))
+        for pool in sorted(pools)
+    }
     return Prepared(
         model, wanted, prepared, classes, pools, candidates, park, allow_move, park_free
     )
+
+
+def _as_is(model: GpuModel, pool: PoolKey) -> Target:
+    """The only target of a frozen GPU's pool: exactly the instances it has.
+
+    A GPU that is not frozen but holds only in-use instances at the same starts shares the
+    pool, and so keeps its layout too: changing it could only add instances in its free
+    slices, at the price of re-creating every busy one.
+    """
+    return Target(Layout.of(model, [name for name, _ in pool]))
 
 
 def _pair(

@@ -63,6 +63,8 @@ class _Packer:
         self.bins.append(pos)
 
     def fits(self, pos: int, name: str) -> bool:
+        if self.prep.gpus[pos].frozen:
+            return False  # it keeps exactly what it has: nothing is added
         grown = self.contents[pos] + Counter({name: 1})
         pool = self.prep.gpus[pos].pool
         key = (tuple(sorted(grown.items())), pool)

@@ -89,12 +89,17 @@ class GpuState:
         index: GPU index on the node (NVML index, what mig-parted's ``devices`` lists).
         instances: The GPU instances that exist now, with their starts.
         mig_enabled: Whether MIG mode is on. A GPU with MIG off has no instances.
+        frozen: The GPU must keep its exact layout: a slice on it pins it (unknown, too little
+            history, busy with no pod known; see :mod:`migscope.analyzer.safety`). Keeping
+            its in-use instances is not enough, since mig-parted re-creates every instance of
+            a GPU whose layout changes. Its instances still count towards demand.
     """
 
     node: str
     index: int
     instances: tuple[Instance, ...] = ()
     mig_enabled: bool = True
+    frozen: bool = False
 
     @classmethod
     def from_layout(

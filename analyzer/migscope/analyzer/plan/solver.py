@@ -112,6 +112,9 @@ def plan_layouts(
         result = replace(fallback, objective=None, best_bound=None, gap=None)
         status = "fallback"
     targets = _assign(prep, result.keep, result.moves)
+    for gpu, target in zip(prep.gpus, targets, strict=True):
+        if gpu.frozen and target != gpu.current:
+            raise AssertionError(f"planner changed frozen GPU {gpu.node}/{gpu.index}")
     info = _info("milp", status, result, prep)
     plan = realize(prep, targets, result.usage, weights=chosen, solve=info, notes=notes)
     return replace(plan, solve=replace(plan.solve, wall_s=time.perf_counter() - began))

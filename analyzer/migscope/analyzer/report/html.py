@@ -499,7 +499,7 @@ def _layout_svg(
                         size=size,
                         profile=profile,
                         fill=_KEPT_COLOUR if is_kept else _NEW_COLOUR,
-                        tip=f"{profile} at {start}: {'kept' if is_kept else 'new'}",
+                        tip=f"{profile} at {start}: {'unchanged' if is_kept else 're-created'}",
                     )
                 )
     out.append("</svg>")
@@ -540,8 +540,9 @@ def _layouts(report: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> 
         + "".join(
             f'<span><i style="background:{c}"></i>{_e(k)}</span>' for k, c in STATUS_COLOURS.items()
         )
-        + f' &nbsp; Proposed: <span><i style="background:{_KEPT_COLOUR}"></i>kept</span>'
-        f'<span><i style="background:{_NEW_COLOUR}"></i>new</span></p>'
+        + f' &nbsp; Proposed: <span><i style="background:{_KEPT_COLOUR}"></i>unchanged</span>'
+        f'<span><i style="background:{_NEW_COLOUR}"></i>re-created (MIG Manager re-creates '
+        "every instance of a changed GPU)</span></p>"
     )
     out = [
         '<p class="muted">Each GPU\'s memory slices (numbered) with its GPU instances at their '
@@ -565,11 +566,14 @@ def _layouts(report: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> 
             pods = ", ".join(_e(p) for p in rec.get("pods_to_move") or [])
             out.append(f"<p>Pods to move: {pods}.</p>")
         out.append('<div class="gpus">')
+        recreated = set(rec.get("gpus_recreated") or []) if rec is not None else set()
         for key in (k for k in keys if k[0] == node):
             model = models.get(key)
             g = planned.get(key)
             current = now.get(key, [])
             if g is not None:
+                # One truth about disruption (core.disruption): a re-created GPU keeps nothing.
+                changed = key[1] in recreated if rec is not None else bool(g.get("changed", True))
                 proposed_state = g.get("proposed")
                 enabled = not (
                     isinstance(proposed_state, Mapping)
@@ -581,10 +585,8 @@ def _layouts(report: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> 
                     _gpu_total(model),
                     current,
                     [p for p in g.get("placements") or [] if isinstance(p, Mapping)],
-                    proposed_label="proposed" if g.get("changed", True) else "unchanged",
-                    kept=_pairs(
-                        g.get("kept") or [] if g.get("changed", True) else g.get("placements") or []
-                    ),
+                    proposed_label="re-created" if changed else "unchanged",
+                    kept=set() if changed else _pairs(g.get("placements") or []),
                     mig_enabled_after=enabled,
                     model=model,
                 )

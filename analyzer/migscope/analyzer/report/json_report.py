@@ -54,6 +54,7 @@ class SliceV1(BaseModel):
     current: bool
     in_use: bool
     demand_profile: str | None
+    pin: str | None
 
 
 class GpuLayoutV1(BaseModel):
@@ -63,6 +64,17 @@ class GpuLayoutV1(BaseModel):
     gpu: int
     mig_enabled: bool
     layout: dict[str, int]
+
+
+class SliceOnGpuV1(BaseModel):
+    """A current slice of a recommended node, as the safety contract checks it."""
+
+    model_config = _OPEN
+    gpu: int
+    profile: str
+    status: str
+    pods: list[str]
+    pin: str | None
 
 
 class RecommendationV1(BaseModel):
@@ -77,6 +89,8 @@ class RecommendationV1(BaseModel):
     mig_config: str
     disruptive: bool
     pods_to_move: list[str]
+    gpus_recreated: list[int]
+    slices: list[SliceOnGpuV1]
 
 
 class NamespaceWasteV1(BaseModel):
@@ -110,6 +124,25 @@ class SavingsV1(BaseModel):
     price_per_gpu_hour: float | None
 
 
+class EvidenceV1(BaseModel):
+    """How much history the analysis had, against the policy's minimum for a plan."""
+
+    model_config = _OPEN
+    history_hours: float
+    min_history_hours: float
+    enough_for_a_plan: bool
+
+
+class ProvenanceV1(BaseModel):
+    """Where the data came from and when the report was made."""
+
+    model_config = _OPEN
+    source: dict[str, Any]
+    simulated: bool
+    created: str
+    created_unix: float
+
+
 class ReportV1(BaseModel):
     """The whole report, ``schema_version`` 1."""
 
@@ -123,6 +156,8 @@ class ReportV1(BaseModel):
     mig_parted_config: dict[str, Any] | None
     node_configs: dict[str, str]
     savings: SavingsV1
+    evidence: EvidenceV1 | None
+    provenance: ProvenanceV1 | None
     notes: list[str]
 
 

@@ -113,16 +113,20 @@ def render_markdown(result: AnalysisResult, *, title: str = "migscope report") -
         lines.append("No waste found.")
     lines += ["", "## Recommendations", ""]
     recs = data["recommendations"]
-    if not recs:
+    if result.history is not None and not result.history.enough:
+        lines.append(result.history.sentence()[0].upper() + result.history.sentence()[1:] + ".")
+    elif not recs:
         lines.append("No layout change needed.")
     for rec in recs:
         flag = " (disruptive: drain first)" if rec["disruptive"] else ""
         lines += [f"### {rec['node']} → `{rec['mig_config']}`{flag}", ""]
-        lines += ["| GPU | current | proposed |", "|---|---|---|"]
+        lines += ["| GPU | current | proposed | re-created |", "|---|---|---|---|"]
+        recreated = set(rec["gpus_recreated"])
         for cur, new in zip(rec["current"], rec["proposed"], strict=True):
-            lines.append(f"| {cur['gpu']} | {_layout(cur)} | {_layout(new)} |")
+            again = "yes: every instance" if cur["gpu"] in recreated else "no"
+            lines.append(f"| {cur['gpu']} | {_layout(cur)} | {_layout(new)} | {again} |")
         if rec["pods_to_move"]:
-            lines += ["", f"Pods to move: {', '.join(rec['pods_to_move'])}."]
+            lines += ["", f"Pods that lose their device: {', '.join(rec['pods_to_move'])}."]
         lines.append("")
     lines += ["## Pools", ""]
     lines += ["| pool | GPUs | demand | plan | solver |", "|---|---|---|---|---|"]

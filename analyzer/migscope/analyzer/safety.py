@@ -1,0 +1,100 @@
+"""Which slices pin their GPU: the planner-side half of the safety contract.
+
+"Never destroy what you cannot see is idle." A plan may re-create a GPU (which destroys every
+instance on it, see :mod:`migscope.core.disruption`) only when every slice on it has a
+verdict resting on enough evidence. This module decides, per slice, whether it *pins* its
+GPU, and says why in words the report prints; the pipeline freezes pinned GPUs for the
+planner, and :func:`migscope.core.disruption.violations` re-checks the outcome (the applier
+runs the same check on the plan it is handed).
+
+A slice pins its GPU when:
+
+- its verdict is ``unknown`` (nothing to judge by, or an uncatalogued profile);
+- it was observed for less than the policy's ``evidence.min_history_hours``;
+- it is busy (healthy, saturated, oversized) but no pod is known to hold it: the pod that
+  uses it cannot be named, so it cannot be moved;
+- it is ``idle`` on memory alone (no activity series): compute was never seen.
+
+And the whole fleet is pinned while its history (the longest any slice was observed) is
+below the minimum: a single scrape or a fresh install is a snapshot, not a basis for a plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from migscope.analyzer.classify import Classification, Status
+from migscope.analyzer.model import SliceStats
+from migscope.analyzer.policy import Policy
+
+__all__ = ["BUSY", "History", "observed_hours", "pin_reason"]
+
+BUSY = frozenset({Status.HEALTHY, Status.SATURATED, Status.OVERSIZED})
+"""Verdicts of slices doing work."""
+
+
+def observed_hours(stats: SliceStats, window_hours: float) -> float:
+    """Hours of the window the slice has samples for (coverage x window)."""
+    return max(0.0, min(1.0, stats.coverage)) * window_hours
+
+
+def pin_reason(
+    stats: SliceStats,
+    verdict: Classification,
+    *,
+    held: bool,
+    window_hours: float,
+    policy: Policy,
+) -> str | None:
+    """Why this slice must keep its GPU as it is, or None when the plan may change the GPU."""
+    status = verdict.status
+    if status is Status.UNKNOWN:
+        return "verdict unknown"
+    need = policy.evidence.min_history_hours
+    have = observed_hours(stats, window_hours)
+    if have < need:
+        return f"{_hours(have)} of history, {_hours(need)} needed"
+    if status in BUSY and (not held or stats.main_owner is None):
+        return f"{status.value} and no pod known to hold it"
+    if status is Status.IDLE and stats.activity_p95 is None:
+        return "idle on memory alone (activity unknown)"
+    return None
+
+
+@dataclass(frozen=True)
+class History:
+    """How much history the analysis has, against what a plan needs.
+
+    Attributes:
+        hours: The longest any current slice was observed, hours.
+        needed: The policy's minimum, hours.
+    """
+
+    hours: float
+    needed: float
+
+    @property
+    def enough(self) -> bool:
+        """Whether any change may be recommended at all."""
+        return self.hours >= self.needed
+
+    def sentence(self) -> str:
+        """What the report says when there is too little."""
+        return (
+            f"no change recommended: {_hours(self.hours)} of history, {_hours(self.needed)} "
+            "needed (policy evidence.min_history_hours); slices are classified as a snapshot"
+        )
+
+    def as_dict(self) -> dict[str, float | bool]:
+        """JSON shape (report ``evidence``)."""
+        return {
+            "history_hours": round(self.hours, 4),
+            "min_history_hours": self.needed,
+            "enough_for_a_plan": self.enough,
+        }
+
+
+def _hours(value: float) -> str:
+    if value < 1.0:
+        return f"{value * 60:.0f} min"
+    return f"{value:.1f} h"
