@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 from support.prometheus import PrometheusServer, free_port, requires_prometheus
 
+from migscope.analyzer.policy import default_policy
 from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.core.dashboards import DASHBOARDS, panel_queries
+from migscope.core.dashboards import DASHBOARDS, IDLE_ACTIVITY_BELOW, panel_queries
 from migscope.core.metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +94,24 @@ def test_every_metric_is_in_the_contract() -> None:
         for title, expr in panel_queries(model):
             for name in re.findall(r"\b(migscope_[a-z_]+|kube_[a-z_]+)\b", expr):
                 assert name in known, f"{title}: {name} is not exported"
+
+
+IDLE_TABLE = "Idle-but-held slices (last hour): owner and memory held"
+
+
+def test_idle_is_about_compute_whatever_memory_is_held() -> None:
+    """Memory held is not use: idle reads activity only, at the analyzer's threshold."""
+    assert default_policy().idle.activity_p95_below == IDLE_ACTIVITY_BELOW
+    fleet = dict(panel_queries(_models()["migscope-fleet.json"]))
+    idle = fleet["Idle but held (last hour)"]
+    assert "migscope_mig_graphics_active_ratio" in idle
+    assert f"< {IDLE_ACTIVITY_BELOW}" in idle
+    assert "memory" not in idle, idle
+    # every idle panel of every dashboard uses that same test, and none of them adds memory
+    for model in _models().values():
+        for title, expr in panel_queries(model):
+            if "idle" in title.lower() and title != IDLE_TABLE:
+                assert "memory" not in expr, title
 
 
 class _Ksm(http.server.BaseHTTPRequestHandler):
@@ -229,3 +248,17 @@ def test_idle_and_power_panels_mean_what_they_say(prometheus: PrometheusClient) 
     fleet = _models()["migscope-fleet.json"]
     idle = dict(panel_queries(fleet))["Idle but held (last hour)"]
     assert prometheus.query(_bind(idle))[0].value >= 1  # h200-node plants idle held slices
+
+
+@requires_prometheus
+def test_a_slice_holding_memory_but_not_computing_is_idle(prometheus: PrometheusClient) -> None:
+    """notebook-alice's 2g holds 12 GiB of 32 and never runs: idle, its memory shown with it."""
+    fleet = _models()["migscope-fleet.json"]
+    (table,) = [p for p in fleet["panels"] if p["title"] == IDLE_TABLE]
+    owners, activity, held, share = (_bind(t["expr"]) for t in table["targets"])
+    pods = {s.labels.get("pod") for s in prometheus.query(owners)}
+    assert {"notebook-alice", "forgotten-job"} <= pods, pods
+    assert "trainer-small-0" not in pods  # computes (0.97), whatever it holds
+    assert all(s.value < IDLE_ACTIVITY_BELOW for s in prometheus.query(activity))
+    assert max(s.value for s in prometheus.query(share)) > default_policy().idle.memory_p95_below
+    assert max(s.value for s in prometheus.query(held)) >= 11 * 2**30  # ~12 GiB, not nothing

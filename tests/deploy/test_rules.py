@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from migscope.analyzer.policy import default_policy
 from migscope.core.catalogue import all_models
 from migscope.core.metrics import METRICS, MetricSpec
 
@@ -189,6 +190,20 @@ MUTATIONS = {
         'collector!="podresources"',
         'collector!="gpm"',
     ),
+    # a computing slice (0.5) must not be idle
+    "idle-threshold-raised": (
+        "slices.test.yaml",
+        "avg1h < bool 0.05",
+        "avg1h < bool 0.6",
+    ),
+    # the old definition, memory held under 10 % too: a loaded model that never runs is idle
+    "memory-held-counted-as-use": (
+        "slices.test.yaml",
+        "(slice:migscope_mig_graphics_active_ratio:avg1h < bool 0.05)",
+        "(slice:migscope_mig_graphics_active_ratio:avg1h < bool 0.05)"
+        " * on (cluster, node, gpu, gpu_uuid, gpu_instance_id, mig_uuid)"
+        " (slice:migscope_mig_memory_used_ratio:max1h < bool 0.10)",
+    ),
 }
 
 
@@ -304,6 +319,21 @@ def test_recording_rule_names_follow_level_metric_operations() -> None:
     assert len(names) == len(set(names))
     for name in names:
         assert re.fullmatch(r"[a-z_]+:migscope_[a-z0-9_]+:[a-z0-9_]+", name), name
+
+
+def test_idle_is_about_compute_whatever_memory_is_held() -> None:
+    """docs/classification.md: memory held is not use. The indicator reads activity alone, at
+    the analyzer's default threshold, and MigSliceIdle quotes the memory held as evidence."""
+    (rule,) = [r for r in records() if r["record"] == "slice_pod:migscope_mig_held_idle:1h"]
+    read = metric_names(rule["expr"])
+    assert "slice:migscope_mig_graphics_active_ratio:avg1h" in read
+    assert not [name for name in read if "memory" in name], read
+    thresholds = [float(x) for x in re.findall(r"<\s*bool\s*([0-9.]+)", rule["expr"])]
+    assert thresholds == [default_policy().idle.activity_p95_below]
+    (alert,) = [a for a in alerts() if a["alert"] == "MigSliceIdle"]
+    description = alert["annotations"]["description"]
+    assert "slice:migscope_mig_memory_used_bytes:max1h" in description
+    assert "memory stayed under" not in description
 
 
 def test_gpu_share_lists_every_instance_size_of_the_catalogue() -> None:

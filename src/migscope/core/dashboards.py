@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["DASHBOARDS", "dashboard", "panel_queries"]
+__all__ = ["DASHBOARDS", "IDLE_ACTIVITY_BELOW", "dashboard", "panel_queries"]
 
 Json = dict[str, Any]
 
@@ -40,18 +40,29 @@ def _held(sel: str = SEL) -> str:
     return f"max by ({SLICE}) (migscope_mig_pod_info{{{sel}}})"
 
 
-def _idle(sel: str = SEL) -> str:
-    """Slices whose last hour was idle: mean activity under 5 %, peak memory under 10 %.
+IDLE_ACTIVITY_BELOW = 0.05
+"""Idle threshold on the hour's mean activity: the analyzer's ``idle.activity_p95_below``."""
 
-    The same definition as the ``MigSliceIdle`` rule and the analyzer's default policy, so
-    that a dashboard, an alert and a report never disagree about what "idle" is.
+
+def _idle(sel: str = SEL) -> str:
+    """Slices whose last hour was idle: mean activity under 5 %, whatever memory they hold.
+
+    Idle is about compute: memory held is not use (a notebook that loaded a model and never
+    runs it is the canonical idle slice), so memory is no part of the test; the panels show
+    it next to the verdict as evidence (:func:`_memory_held`). A slice without an activity
+    series is never idle here: unknown is not idle. The same definition as the
+    ``MigSliceIdle`` rule and the analyzer's default policy, so that a dashboard, an alert
+    and a report never disagree about what "idle" is.
     """
     return (
-        f"(max by ({SLICE}) (avg_over_time(migscope_mig_graphics_active_ratio{{{sel}}}[1h])) "
-        f"< 0.05) and on ({SLICE}) (max by ({SLICE}) "
-        f"(max_over_time(migscope_mig_memory_used_bytes{{{sel}}}[1h])) / on ({SLICE}) "
-        f"max by ({SLICE}) (migscope_mig_memory_total_bytes{{{sel}}}) < 0.10)"
+        f"max by ({SLICE}) (avg_over_time(migscope_mig_graphics_active_ratio{{{sel}}}[1h])) "
+        f"< {IDLE_ACTIVITY_BELOW}"
     )
+
+
+def _memory_held(sel: str = SEL) -> str:
+    """Each slice's peak memory over the last hour, in bytes: the evidence shown with idle."""
+    return f"max by ({SLICE}) (max_over_time(migscope_mig_memory_used_bytes{{{sel}}}[1h]))"
 
 
 def _idle_held(sel: str = SEL) -> str:
@@ -99,6 +110,7 @@ def _panel(
     description: str = "",
     options: Json | None = None,
     transformations: Sequence[Json] = (),
+    overrides: Sequence[Json] = (),
 ) -> Json:
     refs = "ABCDEFGH"
     return {
@@ -108,10 +120,18 @@ def _panel(
         "datasource": DS,
         "gridPos": {"x": x, "y": y, "w": w, "h": h},
         "targets": [{**t, "refId": refs[i]} for i, t in enumerate(targets)],
-        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": list(overrides)},
         "options": options or {},
         "transformations": list(transformations),
     }
+
+
+def _column(field: str, name: str, unit: str = "") -> Json:
+    """A table override: show ``field`` (``Value #B``) as ``name``, in ``unit`` if given."""
+    properties: list[Json] = [{"id": "displayName", "value": name}]
+    if unit:
+        properties.append({"id": "unit", "value": unit})
+    return {"matcher": {"id": "byName", "options": field}, "properties": properties}
 
 
 def _variable(name: str, query: str, *, label: str, include_all: bool = True) -> Json:
@@ -205,8 +225,9 @@ def _fleet() -> Json:
             y=0,
             w=4,
             h=4,
-            description="Held by a pod, and over the last hour mean activity under 5 % and peak "
-            "memory under 10 % (the MigSliceIdle rule's and the analyzer's definition).",
+            description="Held by a pod, and over the last hour mean activity under 5 %, whatever "
+            "memory it holds: memory held is not use (the MigSliceIdle rule's and the "
+            "analyzer's definition). The table below shows what each one holds.",
         ),
         _panel(
             "stat",
@@ -355,6 +376,43 @@ def _fleet() -> Json:
             w=12,
             h=8,
             description="1 = the collector's last cycle succeeded.",
+        ),
+        _panel(
+            "table",
+            "Idle-but-held slices (last hour): owner and memory held",
+            [
+                _target(
+                    f"max by ({SLICE}, namespace, pod) (migscope_mig_pod_info{{{SEL}}}) "
+                    f"and on ({SLICE}) ({_idle()})",
+                    instant=True,
+                    table=True,
+                ),
+                _target(_idle_held(), instant=True, table=True),
+                _target(
+                    f"{_memory_held()} and on ({SLICE}) ({_idle_held()})",
+                    instant=True,
+                    table=True,
+                ),
+                _target(
+                    f"{_memory_held()} / on ({SLICE}) max by ({SLICE}) "
+                    f"(migscope_mig_memory_total_bytes{{{SEL}}}) and on ({SLICE}) ({_idle_held()})",
+                    instant=True,
+                    table=True,
+                ),
+            ],
+            x=0,
+            y=28,
+            w=24,
+            h=8,
+            description="Every slice the stat above counts, with the pod holding it. Memory "
+            "held is evidence, not use: a loaded model that never runs is idle all the same.",
+            transformations=[{"id": "merge", "options": {}}],
+            overrides=[
+                _column("Value #A", "held"),
+                _column("Value #B", "activity (1h mean)", "percentunit"),
+                _column("Value #C", "memory held (1h peak)", "bytes"),
+                _column("Value #D", "share of the slice's memory", "percentunit"),
+            ],
         ),
     ]
     return dashboard(
@@ -552,12 +610,19 @@ def _namespaces() -> Json:
                     instant=True,
                     table=True,
                 ),
+                _target(_memory_held(CLUSTER), instant=True, table=True),
             ],
             x=0,
             y=16,
             w=24,
             h=10,
+            description="Activity decides idle (under 5 % over the hour); the memory a slice "
+            "holds is shown as evidence, never as use.",
             transformations=[{"id": "merge", "options": {}}],
+            overrides=[
+                _column("Value #B", "activity (1h mean)", "percentunit"),
+                _column("Value #C", "memory held (1h peak)", "bytes"),
+            ],
         ),
     ]
     return dashboard(
