@@ -21,7 +21,9 @@ from migscope.analyzer.dialect import (
     Dialect,
     NoMigSeriesError,
     detect_dialect,
+    indexes,
     iter_slice_series,
+    keeps,
     node_of,
     pod_of,
 )
@@ -238,6 +240,32 @@ def test_keep_filters_samples_but_not_names() -> None:
     assert set(series.series) == {"DCGM_FI_DEV_FB_USED"}
     assert "DCGM_FI_DEV_POWER_USAGE" in series.names
     assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION_total" in series.names  # a counter's sample
+
+
+def test_keep_takes_a_predicate_and_index_records_label_sets_only() -> None:
+    lower = DCGM_3GI.read_text().replace("DCGM_FI_DEV_FB_USED", "dcgm_fi_dev_fb_used")
+    series = parse_exposition(
+        lower,
+        keep=lambda name: name.upper() == "DCGM_FI_DEV_FB_USED",
+        index=lambda name: name == "DCGM_FI_DEV_SM_CLOCK",
+        default_timestamp=T,
+    )
+    assert set(series.series) == {"dcgm_fi_dev_fb_used"}
+    assert set(series.label_sets) == {"DCGM_FI_DEV_SM_CLOCK"}
+    assert sorted(ls["GPU_I_ID"] for ls in series.label_sets["DCGM_FI_DEV_SM_CLOCK"]) == [
+        "5",
+        "7",
+        "9",
+    ]
+    # The product's filters: dcgm-exporter's families kept in any case, the others indexed.
+    both = parse_exposition(lower, keep=keeps, index=indexes, default_timestamp=T)
+    assert set(both.series) == {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "dcgm_fi_dev_fb_used",
+        "DCGM_FI_DEV_FB_FREE",
+    }
+    assert "DCGM_FI_DEV_SM_CLOCK" in both.label_sets
+    assert [s.info.key.gpu_instance_id for s in iter_slice_series(both)] == [5, 7, 9]
 
 
 # ---------------------------------------------------------------------------------------------

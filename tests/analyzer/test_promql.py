@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources import PrometheusClient
+from migscope.analyzer.sources import PrometheusClient, PrometheusQueryError
 from migscope.analyzer.sources.promql import (
     Matcher,
     duration,
@@ -167,12 +167,23 @@ ABSENT = [
     "",
 ]
 
-HISTORY = [
-    HistorySeries("inj_target", {"node": value}, [(T, float(i))]) for i, value in enumerate(TRICKY)
-] + [
-    HistorySeries("inj_target", {"node": "other"}, [(T, -1.0)]),
-    HistorySeries("inj_secret", {"node": "x"}, [(T, 42.0)]),
-]
+# One dcgm-exporter family under two spellings whose samples overlap by five minutes, as
+# while a lower-casing metric_relabel_configs rolls out (remote_stats reads both).
+UPPER, LOWER = "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "dcgm_fi_prof_gr_engine_active"
+HISTORY = (
+    [
+        HistorySeries("inj_target", {"node": value}, [(T, float(i))])
+        for i, value in enumerate(TRICKY)
+    ]
+    + [
+        HistorySeries("inj_target", {"node": "other"}, [(T, -1.0)]),
+        HistorySeries("inj_secret", {"node": "x"}, [(T, 42.0)]),
+    ]
+    + [
+        HistorySeries(UPPER, {"GPU_I_ID": "1"}, [(T - 600 + 60 * k, 0.5) for k in range(6)]),
+        HistorySeries(LOWER, {"GPU_I_ID": "1"}, [(T - 300 + 60 * k, 0.7) for k in range(6)]),
+    ]
+)
 
 
 @pytest.fixture(
@@ -256,3 +267,34 @@ def test_quoted_text_round_trips(engine: PrometheusClient, text: str) -> None:
 @given(text=st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\x00")))
 def test_any_text_round_trips(engine: PrometheusClient, text: str) -> None:
     assert echo(engine, text) == text
+
+
+# --------------------------------------------------------------------------------------------
+# Metric names in any letter case: why remote_stats selects each spelling by its exact name
+
+
+def test_a_case_insensitive_name_regex_is_accepted_by_both_engines(
+    engine: PrometheusClient,
+) -> None:
+    expr = f'last_over_time({{__name__=~"(?i){LOWER}"}}[10m])'
+    assert {s.labels["__name__"] for s in engine.query(expr, at=T)} == {UPPER, LOWER}
+
+
+def test_but_it_breaks_functions_that_drop_the_name_while_spellings_overlap(
+    engine: PrometheusClient,
+) -> None:
+    # Prometheus: "vector cannot contain metrics with the same labelset"; VictoriaMetrics:
+    # "duplicate output timeseries". Either way the whole query fails.
+    with pytest.raises(PrometheusQueryError, match=r"same labelset|duplicate output timeseries"):
+        engine.query(f'count_over_time({{__name__=~"(?i){LOWER}"}}[10m])', at=T)
+
+
+def test_exact_spellings_joined_with_or_do_not(engine: PrometheusClient) -> None:
+    expr = f"count_over_time({UPPER}[10m]) or count_over_time({LOWER}[10m])"
+    # The left spelling's count (its first sample is on the range's edge: 6 on Prometheus 2).
+    assert [(s.labels, s.value) for s in engine.query(expr, at=T)] in (
+        [({"GPU_I_ID": "1"}, 5.0)],
+        [({"GPU_I_ID": "1"}, 6.0)],
+    )
+    merged = f"max without () (last_over_time({UPPER}[10m]) or last_over_time({LOWER}[10m]))"
+    assert [s.labels for s in engine.query(merged, at=T)] == [{"GPU_I_ID": "1"}]

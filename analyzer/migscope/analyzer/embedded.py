@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from migscope.analyzer.dialect import DIALECT_METRICS, iter_slice_series
+from migscope.analyzer.dialect import indexes, iter_slice_series, keeps
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.openmetrics import read_exposition
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, TimeSeries
@@ -191,23 +191,30 @@ class FileSource:
         first: First sample time, Unix seconds.
         last: Last sample time, Unix seconds (the default window ends here).
         series: The slices, built one at a time when iterated (iterate once).
+        notes: What the dialect reader left out or could only guess, one sentence each
+            (:attr:`~migscope.analyzer.dialect.SliceReader.notes`): for the report's notes.
     """
 
     path: str
     first: float
     last: float
     series: Iterator[SliceSeries]
+    notes: tuple[str, ...] = ()
 
 
 def read_openmetrics(path: str | os.PathLike[str]) -> FileSource:
     """Read an exposition file of either dialect into per-slice series.
 
+    The samples of the families the dialects read are kept (dcgm-exporter's in any letter
+    case); of the other dcgm-exporter families only the label sets, which tell the dialect
+    and list GPU instances that have neither activity nor framebuffer series.
+
     Raises:
         ExpositionError: the file cannot be read or parsed (``FILE:LINE: what``).
         NoMigSeriesError: it holds no per-slice series of either dialect.
     """
-    found = read_exposition(path, keep=DIALECT_METRICS)
+    found = read_exposition(path, keep=keeps, index=indexes)
     series = iter_slice_series(found)
     span = found.time_range()
     first, last = span if span is not None else (0.0, 0.0)
-    return FileSource(os.fspath(path), first, last, series)
+    return FileSource(os.fspath(path), first, last, series, series.notes)

@@ -10,8 +10,12 @@ Parsing is left to ``prometheus_client``'s two parsers, not re-implemented: the 
 told by the last line (``# EOF`` means OpenMetrics, whose parser is strict; anything else
 goes to the laxer text-format parser). What this module adds is what the analyzer needs
 around them: samples grouped into per-series numpy arrays, only for the metric names asked
-for (a dcgm-exporter scrape has 15 families of which the analyzer uses three), and errors
-that say ``FILE:LINE: what`` on one line.
+for (a dcgm-exporter scrape has 15 families of which the analyzer uses three), the label sets
+alone of the names that are only to be *indexed* (a family that tells that a GPU instance
+exists costs one label set per series instead of 16 bytes per sample), and errors that say
+``FILE:LINE: what`` on one line. Which names to keep or index is a set of names or a
+predicate, so that a caller can match names case-insensitively (scrapes relabelled to
+lower case).
 
 Memory: the input is parsed in chunks of ``chunk_size`` sample lines (the parsers would
 otherwise hold a whole metric family as Python objects, about a kilobyte per sample), and only
@@ -29,7 +33,7 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TextIO, cast
+from typing import IO, TextIO, TypeAlias, cast
 
 import numpy as np
 from prometheus_client.metrics_core import Metric
@@ -44,11 +48,15 @@ from migscope.core.yaml_messages import FileProblemError
 __all__ = [
     "DEFAULT_CHUNK_SAMPLES",
     "ExpositionError",
+    "NameFilter",
     "Series",
     "SeriesSet",
     "parse_exposition",
     "read_exposition",
 ]
+
+NameFilter: TypeAlias = Collection[str] | Callable[[str], bool]
+"""Which sample names to take: exact names, or a predicate on the name."""
 
 _TAIL_BYTES = 4096
 
@@ -88,6 +96,8 @@ class SeriesSet:
         timestamped: True when every kept sample carried its own timestamp; False when at
             least one was given the default (a single scrape saved from ``/metrics``).
         openmetrics: True if the file was OpenMetrics, False for the text format.
+        label_sets: For the names that were indexed but not kept, the distinct label sets of
+            their series (no samples), by sample name.
     """
 
     source: str
@@ -96,6 +106,7 @@ class SeriesSet:
     timestamped: bool
     openmetrics: bool
     _range: tuple[float, float] | None = field(default=None, repr=False)
+    label_sets: Mapping[str, tuple[Mapping[str, str], ...]] = field(default_factory=dict)
 
     def get(self, name: str) -> tuple[Series, ...]:
         """The kept series called ``name`` (none if absent or not kept)."""
@@ -109,7 +120,8 @@ class SeriesSet:
 def read_exposition(
     path: str | os.PathLike[str],
     *,
-    keep: Collection[str] | None = None,
+    keep: NameFilter | None = None,
+    index: NameFilter | None = None,
     default_timestamp: float | None = None,
     chunk_size: int = DEFAULT_CHUNK_SAMPLES,
 ) -> SeriesSet:
@@ -117,8 +129,11 @@ def read_exposition(
 
     Args:
         path: The file.
-        keep: Sample names whose samples to keep (None keeps all). Families are parsed in
-            full either way, so that a malformed line is reported wherever it is.
+        keep: Sample names whose samples to keep (None keeps all), as names or a predicate.
+            Families are parsed in full either way, so that a malformed line is reported
+            wherever it is.
+        index: Sample names, not kept, whose series' label sets to record in
+            :attr:`SeriesSet.label_sets` (None: none).
         default_timestamp: Unix seconds to give samples written without a timestamp; by
             default the file's modification time, the best guess for a saved scrape.
         chunk_size: Sample lines handed to the parser at a time, which bounds its memory.
@@ -141,6 +156,7 @@ def read_exposition(
                 source=source,
                 openmetrics=openmetrics,
                 keep=keep,
+                index=index,
                 default_timestamp=default_timestamp,
                 chunk_size=chunk_size,
             )
@@ -152,7 +168,8 @@ def parse_exposition(
     text: str,
     *,
     source: str = "<text>",
-    keep: Collection[str] | None = None,
+    keep: NameFilter | None = None,
+    index: NameFilter | None = None,
     default_timestamp: float | None = None,
     chunk_size: int = DEFAULT_CHUNK_SAMPLES,
 ) -> SeriesSet:
@@ -162,6 +179,7 @@ def parse_exposition(
         text: The exposition.
         source: Name to use in error messages.
         keep: Sample names whose samples to keep (None keeps all).
+        index: Sample names, not kept, whose label sets to record (None: none).
         default_timestamp: Unix seconds for samples without one; by default the time now.
         chunk_size: Sample lines handed to the parser at a time.
 
@@ -174,6 +192,7 @@ def parse_exposition(
         source=source,
         openmetrics=openmetrics,
         keep=keep,
+        index=index,
         default_timestamp=time.time() if default_timestamp is None else default_timestamp,
         chunk_size=chunk_size,
     )
@@ -228,20 +247,48 @@ class _CountingLines:
         return line
 
 
+def _predicate(names: NameFilter | None, *, default: bool) -> Callable[[str], bool]:
+    """``names`` as a predicate (a set of names is matched exactly)."""
+    if names is None:
+        return lambda _name: default
+    if callable(names):
+        return names
+    exact = frozenset(names)
+    return exact.__contains__
+
+
 class _Accumulator:
     """Samples of the kept series, appended family by family into compact arrays."""
 
-    def __init__(self, keep: Collection[str] | None, default_timestamp: float) -> None:
-        self._keep = None if keep is None else frozenset(keep)
+    def __init__(
+        self, keep: NameFilter | None, index: NameFilter | None, default_timestamp: float
+    ) -> None:
+        self._keep = _predicate(keep, default=True)
+        self._index = _predicate(index, default=False)
+        # What to do with each sample name, decided once: keep, index, or neither.
+        self._verdict: dict[str, int] = {}
         self._default = default_timestamp
         self.names: set[str] = set()
         self.timestamped = True
         self._data: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[array[float], ...]] = {}
+        self._label_sets: dict[str, dict[tuple[tuple[str, str], ...], None]] = {}
+
+    def _decide(self, name: str) -> int:
+        verdict = 2 if self._keep(name) else 1 if self._index(name) else 0
+        self._verdict[name] = verdict
+        self.names.add(name)
+        return verdict
 
     def add(self, family: Metric) -> None:
         for sample in family.samples:
-            self.names.add(sample.name)
-            if self._keep is not None and sample.name not in self._keep:
+            verdict = self._verdict.get(sample.name)
+            if verdict is None:
+                verdict = self._decide(sample.name)
+            if verdict == 1:
+                labels = tuple(sorted(sample.labels.items()))
+                self._label_sets.setdefault(sample.name, {})[labels] = None
+                continue
+            if verdict == 0:
                 continue
             if sample.timestamp is None:
                 stamp = self._default
@@ -271,6 +318,10 @@ class _Accumulator:
             timestamped=self.timestamped,
             openmetrics=openmetrics,
             _range=(first, last) if first <= last else None,
+            label_sets={
+                name: tuple(dict(labels) for labels in sets)
+                for name, sets in self._label_sets.items()
+            },
         )
 
 
@@ -337,14 +388,15 @@ def _read(
     *,
     source: str,
     openmetrics: bool,
-    keep: Collection[str] | None,
+    keep: NameFilter | None,
+    index: NameFilter | None,
     default_timestamp: float,
     chunk_size: int,
 ) -> SeriesSet:
     # The OpenMetrics parser has no annotations; give it the text parser's signature.
     strict_parser: Callable[[TextIO], Iterable[Metric]] = openmetrics_families
     parse = strict_parser if openmetrics else text_families
-    accumulator = _Accumulator(keep, default_timestamp)
+    accumulator = _Accumulator(keep, index, default_timestamp)
     for chunk in _chunks(lines, openmetrics=openmetrics, size=max(1, chunk_size)):
         counted = _CountingLines(chunk.text())
         try:

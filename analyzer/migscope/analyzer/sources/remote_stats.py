@@ -30,6 +30,18 @@ Prometheus and a real VictoriaMetrics). So the queries copy ``stats.py``'s defin
 * **Energy** is ``increase()`` on Prometheus and ``increase_prometheus()`` on
   VictoriaMetrics, whose plain ``increase()`` reaches back before the window.
 
+* **One slice per instance.** Series are grouped by node, GPU, GPU-instance id and, in
+  migscope's dialect, ``mig_uuid`` (new for every instance MIG Manager creates), in
+  dcgm-exporter's ``GPU_I_PROFILE`` (it has no MIG UUID): a GPU instance id destroyed and
+  re-created during the window gives two slices, as the embedded source does, not one
+  with the statistics of both. Slices of one key come oldest first.
+* **dcgm-exporter's names in any letter case.** The names are read from the server and
+  matched case-insensitively; each spelling is selected by its own exact name and the
+  results joined with ``or``. Not with one ``{__name__=~"(?i)..."}`` matcher, which both
+  engines accept: while two spellings overlap (a relabelling rolled out during the window),
+  range functions drop the name and both engines fail with "vector cannot contain metrics
+  with the same labelset" (``tests/analyzer/test_promql.py``).
+
 Long windows: each statistic is one query over the whole window, because quantiles of
 sub-windows cannot be combined exactly. Prometheus evaluates ``[7d:1m]`` subqueries without
 a points limit (the 11,000-point limit is for range queries only) and VictoriaMetrics allows
@@ -62,7 +74,10 @@ from migscope.analyzer.dialect import (
     Dialect,
     NoMigSeriesError,
     catalogue_model,
+    dcgm_family,
+    explain_no_mig,
     pod_of,
+    presence_family,
     profile_bytes,
 )
 from migscope.analyzer.model import HourlyUse, Owner, SliceInfo, SliceKey, SliceStats
@@ -104,7 +119,9 @@ _POD_LABELS = (
 _HOLDER_LABELS = ("exported_pod", "pod", "pod_name")
 _NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 
-_Values: TypeAlias = dict[SliceKey, float]
+_SliceId: TypeAlias = tuple[SliceKey, str]
+"""A slice: its key and what tells re-created instances apart (MIG UUID, or dcgm profile)."""
+_Values: TypeAlias = dict[_SliceId, float]
 
 
 def snap_window(start: float, end: float, step: float) -> tuple[float, float]:
@@ -163,6 +180,11 @@ class RemoteSliceStats(Iterator[SliceStats]):
             benchmark compares the analyzer's wall time with.
         queryable_samples: Sum of the server's ``totalQueryableSamples``, or None.
         wall_seconds: The analyzer's own wall time inside queries and result handling.
+        names: The metric names read for each family the dialect uses, as the server spells
+            them (dcgm-exporter's families in any letter case; ``presence`` is the family
+            that lists GPU instances without activity or framebuffer series, if any).
+        notes: One sentence per thing worth a report note (slices seen only through the
+            presence family), filled in as chunks are evaluated.
     """
 
     dialect: Dialect
@@ -171,6 +193,8 @@ class RemoteSliceStats(Iterator[SliceStats]):
     window_end: float
     node_label: str | None
     nodes: tuple[str, ...]
+    names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
     queries: int = 0
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
@@ -208,37 +232,48 @@ def detect_remote_dialect(client: PrometheusClient, *, start: float, end: float)
     """Which exporter's series the server holds in ``(start, end]``.
 
     Mirrors :func:`migscope.analyzer.dialect.detect_dialect`: ``migscope_mig_info`` wins;
-    else dcgm-exporter's activity or framebuffer series with a ``GPU_I_ID``.
+    else any dcgm-exporter family (any letter case) with a ``GPU_I_ID``.
 
     Raises:
-        NoMigSeriesError: neither is present; the message says what the server holds.
+        NoMigSeriesError: neither is present; the message says what the server holds (the
+            dcgm-exporter families found, or the names closest to the expected ones).
     """
-    where = client.base_url
     names = set(client.label_values("__name__", start=start, end=end))
     if MIG_INFO in names:
         return Dialect.MIGSCOPE
-    dcgm = [n for n in (DCGM_ACTIVITY, DCGM_FB_USED) if n in names]
-    if dcgm:
-        with_gi = client.label_values(
-            "GPU_I_ID", match=[selector(n) for n in dcgm], start=start, end=end
-        )
-        if any(with_gi):
-            return Dialect.DCGM
-    if any(n.startswith("DCGM_FI_") for n in names):
-        raise NoMigSeriesError(
-            f"{where}: dcgm-exporter series found, but none has a GPU_I_ID label: "
-            "MIG is disabled or the GPUs have no GPU instances"
-        )
-    if any(n.startswith("migscope_") for n in names):
-        raise NoMigSeriesError(
-            f"{where}: migscope series found, but no {MIG_INFO}: "
-            "MIG is disabled or the GPUs have no GPU instances"
-        )
-    found = f"{len(names)} other metric names" if names else "no series in the window"
-    raise NoMigSeriesError(
-        f"{where}: no MIG series found ({found}; expected {MIG_INFO} from migscope "
-        f"or {DCGM_ACTIVITY}/{DCGM_FB_USED} with GPU_I_ID from dcgm-exporter)"
+    if _gi_families(client, names, start=start, end=end):
+        return Dialect.DCGM
+    raise NoMigSeriesError(explain_no_mig(client.base_url, names, empty="no series in the window"))
+
+
+def _gi_families(
+    client: PrometheusClient, names: Iterable[str], *, start: float, end: float
+) -> dict[str, tuple[str, ...]]:
+    """dcgm-exporter families (upper case) with a ``GPU_I_ID``: the spellings of each.
+
+    One label-values call over the index: the names of the series that carry the label.
+    """
+    dcgm = sorted(n for n in names if dcgm_family(n) is not None)
+    if not dcgm:
+        return {}
+    with_gi = client.label_values(
+        "__name__",
+        match=[selector(None, GPU_I_ID=_NON_EMPTY, **{"__name__": dcgm})],
+        start=start,
+        end=end,
     )
+    out: dict[str, list[str]] = {}
+    for name in sorted(with_gi):
+        family = dcgm_family(name)
+        if family is not None:
+            out.setdefault(family, []).append(name)
+    return {family: tuple(spellings) for family, spellings in out.items()}
+
+
+def _spellings(names: Iterable[str], family: str) -> tuple[str, ...]:
+    """Every name on the server that is ``family`` in some letter case (itself if none)."""
+    found = tuple(sorted(n for n in names if dcgm_family(n) == family))
+    return found or (family,)
 
 
 def remote_slice_stats(
@@ -286,8 +321,20 @@ def remote_slice_stats(
     start, end = snap_window(start, end, step)
     chosen = detect_remote_dialect(client, start=start, end=end) if dialect is None else dialect
     engine = detect_semantics(client) if semantics is None else semantics
-    base = [MIG_INFO] if chosen is Dialect.MIGSCOPE else [DCGM_ACTIVITY, DCGM_FB_USED]
-    matches = [selector(name) for name in base]
+    names: dict[str, tuple[str, ...]] = {}
+    if chosen is Dialect.DCGM:
+        present = client.label_values("__name__", start=start, end=end)
+        for family in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
+            names[family] = _spellings(present, family)
+        presence = presence_family(_gi_families(client, present, start=start, end=end))
+        if presence is not None:
+            names["presence"] = _spellings(present, presence)
+        # Nodes with GPU instances only: whole-GPU series (no GPU_I_ID) make no slice.
+        matches = [
+            selector(n, GPU_I_ID=_NON_EMPTY) for spellings in names.values() for n in spellings
+        ]
+    else:
+        matches = [selector(MIG_INFO)]
     node_label: str | None = None
     found: list[str] = []
     for label in _NODE_LABELS:
@@ -305,6 +352,7 @@ def remote_slice_stats(
         window_end=end,
         node_label=node_label,
         nodes=tuple(sorted(found)) if node_label is not None else (DEFAULT_NODE,),
+        names=names,
     )
     query = _Queries(client, run, step=step, period=period)
     chunks = [run.nodes[i : i + chunk_nodes] for i in range(0, len(run.nodes), chunk_nodes)]
@@ -334,13 +382,29 @@ class _Queries:
         self.value_range = duration(self.window_ms / 1000)
         self.step = duration(self.step_ms / 1000)
         self.window = self.value_range
-        migscope = run.dialect is Dialect.MIGSCOPE
+        self.migscope = run.dialect is Dialect.MIGSCOPE
         node = [run.node_label] if run.node_label is not None else []
-        if migscope:
-            self.key_labels = ("gpu", "gpu_uuid", "gpu_instance_id", *node)
+        # The last label tells re-created instances of one GI id apart (see _SliceId).
+        if self.migscope:
+            self.key_labels: tuple[str, ...] = (
+                "gpu",
+                "gpu_uuid",
+                "gpu_instance_id",
+                *node,
+                "mig_uuid",
+            )
         else:
-            self.key_labels = ("gpu", "UUID", "GPU_I_ID", *node)
+            self.key_labels = ("gpu", "UUID", "uuid", "GPU_I_ID", *node, "GPU_I_PROFILE")
         self.by = "by (" + ", ".join(self.key_labels) + ")"
+        names = run.names
+
+        def spelled(family: str) -> list[str]:
+            return list(names.get(family, (family,)))
+
+        self.activity = [MIG_ACTIVITY] if self.migscope else spelled(DCGM_ACTIVITY)
+        self.memory = [MIG_MEMORY_USED] if self.migscope else spelled(DCGM_FB_USED)
+        self.free = [] if self.migscope else spelled(DCGM_FB_FREE)
+        self.presence = [] if self.migscope else list(names.get("presence", ()))
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -354,18 +418,29 @@ class _Queries:
         self.run._account(result)
         return result
 
-    def key(self, labels: Mapping[str, str]) -> SliceKey | None:
-        gpu_label, uuid_label, gi_label = self.key_labels[:3]
+    def key(self, labels: Mapping[str, str]) -> _SliceId | None:
+        """The slice a result's labels name, as :mod:`~migscope.analyzer.dialect` groups it."""
+        if self.migscope:
+            gpu_text, gi_text = labels.get("gpu", ""), labels.get("gpu_instance_id", "")
+            uuid, ident = labels.get("gpu_uuid", ""), labels.get("mig_uuid", "")
+            if not uuid:
+                return None
+        else:
+            gpu_text, gi_text = labels.get("gpu", ""), labels.get("GPU_I_ID", "")
+            uuid = labels.get("UUID") or labels.get("uuid") or ""
+            ident = labels.get("GPU_I_PROFILE", "")
         try:
-            gpu = int(labels.get(gpu_label, ""))
-            gi = int(labels.get(gi_label, ""))
+            gpu, gi = int(gpu_text), int(gi_text)
         except ValueError:
             return None
-        uuid = labels.get(uuid_label, "")
-        if not uuid:
-            return None
         node = labels.get(self.run.node_label, "") if self.run.node_label else ""
-        return SliceKey(node or DEFAULT_NODE, gpu, uuid, gi)
+        return SliceKey(node or DEFAULT_NODE, gpu, uuid, gi), ident
+
+    def last(self, metrics: Sequence[str], nodes: Sequence[str], **extra: Matcher) -> str:
+        """Each series' last value in the window, over every spelling of a family."""
+        return " or ".join(
+            f"last_over_time({self.sel(m, nodes, **extra)}[{self.window}])" for m in metrics
+        )
 
     def values(self, expr: str, *, scale: float = 1.0) -> _Values:
         out: _Values = {}
@@ -403,14 +478,14 @@ class _Queries:
     # -- one chunk -------------------------------------------------------------------------------
 
     def chunk(self, nodes: Sequence[str]) -> Iterator[SliceStats]:
-        migscope = self.run.dialect is Dialect.MIGSCOPE
-        activity = [MIG_ACTIVITY] if migscope else [DCGM_ACTIVITY]
-        memory = [MIG_MEMORY_USED] if migscope else [DCGM_FB_USED]
+        migscope = self.migscope
+        activity, memory = self.activity, self.memory
         scale = 1.0 if migscope else float(MIB)
-        holders = [MIG_POD_INFO] if migscope else [DCGM_ACTIVITY, DCGM_FB_USED]
+        holders = [MIG_POD_INFO] if migscope else activity + memory
         infos = self.infos(nodes) if migscope else self.dcgm_infos(nodes)
         if not infos:
             return
+        order = self.order(infos, nodes)
 
         def quantile(q: float, metrics: Sequence[str], s: float = 1.0) -> _Values:
             inner = self.per_interval("last_over_time", metrics, nodes)
@@ -447,7 +522,7 @@ class _Queries:
         )
         expected = max(1, self.window_ms // self.step_ms)
         hourly = self.hourly(activity, held, nodes)
-        for key in sorted(infos):
+        for key in order:
             info, total = infos[key]
             seen_k = seen.get(key, 0.0)
             yield SliceStats(
@@ -481,9 +556,27 @@ class _Queries:
         n = self.buckets or 0
         return HourlyUse(self.period_ms / 1000.0, (None,) * n, (0.0,) * n)
 
+    def order(self, infos: Mapping[_SliceId, object], nodes: Sequence[str]) -> list[_SliceId]:
+        """The slices sorted by key, re-created instances of one key oldest first.
+
+        Why: the embedded sources yield them so (by first sample). Only when a key has
+        several instances in the chunk does it cost a query per family: the first sample time
+        of each, ``min_over_time(timestamp(x)[W:step])`` (within the lookback before W).
+        """
+        keys = [ident[0] for ident in infos]
+        if len(set(keys)) == len(keys):
+            return sorted(infos)
+        metrics = [MIG_INFO] if self.migscope else self.activity + self.memory + self.free
+        first: dict[_SliceId, float] = {}
+        for m in metrics:  # one query each: `or` would keep only the left side's time
+            expr = f"min_over_time(timestamp({self.sel(m, nodes)})[{self.window}:{self.step}])"
+            for key, seen in self.values(f"min {self.by} ({expr})").items():
+                first[key] = min(seen, first.get(key, math.inf))
+        return sorted(infos, key=lambda k: (k[0], first.get(k, math.inf), k[1]))
+
     def hourly(
         self, activity: Sequence[str], held: str, nodes: Sequence[str]
-    ) -> dict[SliceKey, HourlyUse]:
+    ) -> dict[_SliceId, HourlyUse]:
         """Per-bucket activity and allocation: two range queries at ``period`` resolution.
 
         Evaluated at the end of each bucket: ``avg_over_time`` of the per-interval activity
@@ -497,10 +590,10 @@ class _Queries:
         end = self.run.window_end
         first = end - (n - 1) * period_ms / 1000.0
 
-        def ask(expr: str) -> dict[SliceKey, dict[int, float]]:
+        def ask(expr: str) -> dict[_SliceId, dict[int, float]]:
             result = self.client.query_range(expr, start=first, end=end, step=period_ms / 1000.0)
             self.run._account(result)
-            out: dict[SliceKey, dict[int, float]] = {}
+            out: dict[_SliceId, dict[int, float]] = {}
             for series in result:
                 key = self.key(series.labels)
                 if key is None:
@@ -527,10 +620,10 @@ class _Queries:
     def _increase(self) -> str:
         return "increase_prometheus" if self.run.semantics == "victoriametrics" else "increase"
 
-    def owners(self, held: str) -> dict[SliceKey, dict[tuple[str, str], float]]:
+    def owners(self, held: str) -> dict[_SliceId, dict[tuple[str, str], float]]:
         """Step intervals held per slice and pod (labels as :func:`dialect.pod_of` reads them)."""
         by = "by (" + ", ".join((*self.key_labels, *_POD_LABELS)) + ")"
-        out: dict[SliceKey, dict[tuple[str, str], float]] = {}
+        out: dict[_SliceId, dict[tuple[str, str], float]] = {}
         for sample in self.ask(self.intervals(held, by)):
             key = self.key(sample.labels)
             owner = pod_of(sample.labels)
@@ -541,7 +634,7 @@ class _Queries:
             per_key[owner] = max(per_key.get(owner, 0.0), sample.value)
         return out
 
-    def infos(self, nodes: Sequence[str]) -> dict[SliceKey, tuple[SliceInfo, float | None]]:
+    def infos(self, nodes: Sequence[str]) -> dict[_SliceId, tuple[SliceInfo, float | None]]:
         """migscope: the slices that have ``migscope_mig_info`` in the window, with sizes."""
         models: dict[tuple[str, str], GpuModel | None] = {}
         for sample in self.ask(f"last_over_time({self.sel(GPU_INFO, nodes)}[{self.window}])"):
@@ -553,57 +646,84 @@ class _Queries:
         totals = self.values(
             f"max {self.by} (last_over_time({self.sel(MIG_MEMORY_TOTAL, nodes)}[{self.window}]))"
         )
-        out: dict[SliceKey, tuple[SliceInfo, float | None]] = {}
+        out: dict[_SliceId, tuple[SliceInfo, float | None]] = {}
         infos = self.ask(f"last_over_time({self.sel(MIG_INFO, nodes)}[{self.window}])")
         for sample in sorted(infos, key=lambda s: sorted(s.labels.items())):
-            key = self.key(sample.labels)
-            if key is None:
+            ident = self.key(sample.labels)
+            if ident is None:
                 continue
+            key = ident[0]
             labels = sample.labels
             model = models.get((key.node, key.gpu_uuid))
             profile = labels.get("profile", "")
-            total = totals.get(key)
-            out[key] = (
+            total = totals.get(ident)
+            out[ident] = (
                 SliceInfo(
                     key=key,
                     model=model.key if model is not None else None,
                     profile=profile,
-                    mig_uuid=labels.get("mig_uuid") or None,
+                    mig_uuid=ident[1] or labels.get("mig_uuid") or None,
                     placement_start=_int(labels.get("placement_start")),
                 ),
                 total if total is not None else profile_bytes(model, profile),
             )
         return out
 
-    def dcgm_infos(self, nodes: Sequence[str]) -> dict[SliceKey, tuple[SliceInfo, float | None]]:
-        """dcgm-exporter: the slices with activity or framebuffer series in the window."""
+    def dcgm_infos(self, nodes: Sequence[str]) -> dict[_SliceId, tuple[SliceInfo, float | None]]:
+        """dcgm-exporter: the slices with activity, framebuffer or presence series in the window.
+
+        Memory total is ``FB_USED + FB_FREE`` in the last step interval that has both (each
+        family's spellings merged first, ``max without ()``, so that two spellings of one
+        family do not make the addition many-to-many), else the catalogue's profile size.
+        Slices seen only in the presence family have no samples: they come out ``unknown``.
+        """
+
+        def per_interval(metrics: Sequence[str]) -> str:
+            parts = " or ".join(
+                f"last_over_time({self.sel(m, nodes)}[{self.interval}])" for m in metrics
+            )
+            return f"max without () ({parts})"
+
+        # The last step interval in which both were seen, as the embedded source takes the
+        # last time both were sampled: a slice whose pod (and so series) changed keeps the
+        # newest total, not the largest of its series'.
+        both = f"(max {self.by} ({per_interval(self.memory)} + {per_interval(self.free)}) >= 0)"
         totals = self.values(
-            f"max {self.by} (last_over_time({self.sel(DCGM_FB_USED, nodes)}[{self.window}])"
-            f" + last_over_time({self.sel(DCGM_FB_FREE, nodes)}[{self.window}]))",
-            scale=float(MIB),
+            f"last_over_time({both}[{self.value_range}:{self.step}])", scale=float(MIB)
         )
-        by = "by (" + ", ".join((*self.key_labels, "GPU_I_PROFILE", "modelName")) + ")"
-        expr = " or ".join(
-            f"last_over_time({self.sel(m, nodes)}[{self.window}])"
-            for m in (DCGM_ACTIVITY, DCGM_FB_USED)
-        )
-        out: dict[SliceKey, tuple[SliceInfo, float | None]] = {}
-        for sample in sorted(
-            self.ask(f"count {by} ({expr})"), key=lambda s: sorted(s.labels.items())
-        ):
-            key = self.key(sample.labels)
-            if key is None:
+        labels_by = dict.fromkeys((*self.key_labels, "modelName"))
+        by = "by (" + ", ".join(labels_by) + ")"
+        measured = self.last([*self.activity, *self.memory, *self.free], nodes)
+        found = sorted(self.ask(f"count {by} ({measured})"), key=lambda s: sorted(s.labels.items()))
+        listed: list[Sample] = []
+        if self.presence:
+            present = self.last(self.presence, nodes, GPU_I_ID=_NON_EMPTY)
+            listed = sorted(
+                self.ask(f"count {by} ({present})"), key=lambda s: sorted(s.labels.items())
+            )
+        out: dict[_SliceId, tuple[SliceInfo, float | None]] = {}
+        only_listed = 0
+        for presence_only, sample in [*((False, s) for s in found), *((True, s) for s in listed)]:
+            ident = self.key(sample.labels)
+            if ident is None or ident in out:
                 continue
+            only_listed += presence_only
             model = model_for_name(sample.labels.get("modelName", ""))
-            profile = sample.labels.get("GPU_I_PROFILE", "")
-            total = totals.get(key)
-            out[key] = (
+            profile = ident[1]
+            total = totals.get(ident)
+            out[ident] = (
                 SliceInfo(
-                    key=key,
+                    key=ident[0],
                     model=model.key if model is not None else None,
                     profile=profile,
                 ),
                 total if total is not None else profile_bytes(model, profile),
+            )
+        if only_listed:
+            self.run.notes.append(
+                f"{self.client.base_url}: {only_listed} GPU instance(s) appear only in "
+                f"{', '.join(self.presence)}, with no {DCGM_ACTIVITY} or framebuffer series: "
+                "reported unknown, their GPUs kept as they are"
             )
         return out
 
