@@ -8,19 +8,28 @@ turns GPU 1 of a node into ``3g.71gb×2``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 import yaml
-from support.kubeapi import KubeApiServer, config_map, node
-from support.kubeapi.mig_manager import CONFIG_LABEL, STATE_LABEL, Knobs, MigManagerSim, SimGpu
+from support.kubeapi import KubeApiServer, RecordedRequest, config_map, node
+from support.kubeapi.mig_manager import (
+    CONFIG_LABEL,
+    STATE_LABEL,
+    Knobs,
+    MigManagerSim,
+    SimGpu,
+)
+from support.kubeapi.mig_manager import USER_AGENT as MIG_MANAGER_AGENT
 
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
 from migscope.applier.kube import Kube
-from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
+from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange, Provenance
 from migscope.applier.settings import ApplySettings
 from migscope.core.migparted import parse_config
 
@@ -69,9 +78,28 @@ def change(name: str = "gpu-a") -> NodeChange:
     )
 
 
+def provenance(
+    *, age_s: float = 60.0, simulated: bool = False, kind: str = "prometheus"
+) -> Provenance:
+    """A plan's provenance: made ``age_s`` ago from a real Prometheus (by default)."""
+    created = time.time() - age_s
+    source: dict[str, Any] = {"kind": kind, "url": "http://prometheus.monitoring:9090"}
+    if kind == "simulation":
+        source = {"kind": kind, "scenarios": ["h200-node"]}
+    return Provenance(
+        kind=kind,
+        simulated=simulated or kind == "simulation",
+        created_unix=created,
+        created=datetime.fromtimestamp(created, tz=timezone.utc).isoformat(),
+        source=source,
+    )
+
+
 def plan(*names: str) -> ApplyPlan:
-    """A plan changing ``names`` (default: gpu-a)."""
-    return ApplyPlan("test", tuple(change(n) for n in (names or ("gpu-a",))), PLAN_CONFIGS)
+    """A fresh plan from real data changing ``names`` (default: gpu-a)."""
+    return ApplyPlan(
+        "test", tuple(change(n) for n in (names or ("gpu-a",))), PLAN_CONFIGS, provenance()
+    )
 
 
 def resources(layouts: Sequence[Mapping[str, int]]) -> dict[str, str]:
@@ -96,7 +124,14 @@ class Cluster:
     def labels(self, name: str = "gpu-a") -> dict[str, str]:
         return dict(self.node(name)["metadata"].get("labels") or {})
 
-    def applier(self, **overrides: Any) -> Applier:
+    def applier(
+        self,
+        *,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        **overrides: Any,
+    ) -> Applier:
+        """An applier with fast timeouts; ``sleep``/``clock`` replace the real ones."""
         settings = ApplySettings(
             **{
                 "apply": True,
@@ -111,7 +146,22 @@ class Cluster:
             }
         )
         audit = Audit(self.kube if settings.apply else None, actor="test-applier", out=_Sink())
-        return Applier(self.kube, settings, audit=audit)
+        extra: dict[str, Any] = {}
+        if sleep is not None:
+            extra["sleep"] = sleep
+        if clock is not None:
+            extra["clock"] = clock
+        return Applier(self.kube, settings, audit=audit, **extra)
+
+    def writes(self) -> list[RecordedRequest]:
+        """Requests since the last ``api.clear_requests()`` that could change something
+        (anyone's: a write MIG Manager makes is a reaction to one of ours)."""
+        return [r for r in self.api.requests if r.method not in ("GET", "HEAD", "OPTIONS")]
+
+    def not_mig_manager(self) -> list[RecordedRequest]:
+        """Requests since the last ``api.clear_requests()`` from anyone but MIG Manager (whose
+        informers re-list and re-watch on their own schedule)."""
+        return [r for r in self.api.requests if r.user_agent != MIG_MANAGER_AGENT]
 
     def configmap(self) -> dict[str, Any]:
         text = self.api.get("v1", "ConfigMap", CONFIGMAP, NAMESPACE)["data"]["config.yaml"]

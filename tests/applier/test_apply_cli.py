@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from click.testing import CliRunner
 from support.kubeapi.mig_manager import CONFIG_LABEL
@@ -33,7 +36,25 @@ def _kubeconfig(tmp_path: Path, url: str) -> str:
     return str(path)
 
 
-def _report(tmp_path: Path) -> str:
+def _provenance(*, age_s: float = 60.0, simulated: bool = False) -> dict[str, Any]:
+    """As `migscope analyze` writes it: from Prometheus (or a simulation), ``age_s`` ago."""
+    created = time.time() - age_s
+    source: dict[str, Any] = (
+        {"kind": "simulation", "scenarios": ["h200-node"]}
+        if simulated
+        else {"kind": "prometheus", "url": "http://prometheus:9090"}
+    )
+    return {
+        "source": source,
+        "simulated": simulated,
+        "created": datetime.fromtimestamp(created, tz=timezone.utc).isoformat(),
+        "created_unix": created,
+    }
+
+
+def _report(tmp_path: Path, provenance: dict[str, Any] | None = None, *, none: bool = False) -> str:
+    """A report.json changing gpu-a, with a fresh real provenance unless told otherwise."""
+
     def layout(profiles: dict[str, int]) -> dict[str, Any]:
         return {"mig_enabled": True, "layout": profiles}
 
@@ -51,6 +72,8 @@ def _report(tmp_path: Path) -> str:
         ],
         "mig_parted_config": PLAN_CONFIGS.model_dump(by_alias=True, exclude_none=True),
     }
+    if not none:
+        report["provenance"] = provenance or _provenance()
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     return str(path)
@@ -118,9 +141,9 @@ def test_bad_inputs_are_one_line(tmp_path: Path) -> None:
         assert message in err
 
 
-def test_analyze_apply_hands_the_plan_to_the_applier(tmp_path: Path) -> None:
-    """`analyze --apply`: the simulated fleet's plan goes to the applier, which checks each
-    node in the cluster (here the simulated nodes do not exist, so each is skipped)."""
+def test_analyze_apply_refuses_a_plan_from_simulated_data(tmp_path: Path) -> None:
+    """`analyze --simulate ... --apply`: the simulated fleet's plan must never reach a
+    cluster; refused with one line before the cluster is contacted."""
     with running_cluster(token=TOKEN) as c:
         result = CliRunner().invoke(
             cli,
@@ -137,8 +160,117 @@ def test_analyze_apply_hands_the_plan_to_the_applier(tmp_path: Path) -> None:
                 _kubeconfig(tmp_path, c.api.url),
             ],
         )
-        assert result.exit_code == 0, result.stderr
-        assert "apply: 1 node(s) in the plan" in result.stdout
-        assert "gpu-node-a: skipped" in result.stdout
-        assert "node not found" in result.stdout
-        assert c.labels()[CONFIG_LABEL] == "all-balanced"  # the real nodes were not touched
+        assert result.exit_code == 1, result.stderr
+        # analyze refuses the combination itself; run_apply would too ("refusing to apply
+        # the analysis: it comes from simulated data"): either way, one line.
+        assert result.stderr.startswith("migscope: error: ")
+        assert "simulated data" in result.stderr
+        assert result.stderr.count("\n") == 1
+        assert c.not_mig_manager() == []
+        assert c.labels()[CONFIG_LABEL] == "all-balanced"
+
+
+@pytest.mark.parametrize(
+    ("report_kw", "message"),
+    [
+        ({"provenance": _provenance(simulated=True)}, "comes from simulated data"),
+        ({"provenance": _provenance(age_s=25 * 3600)}, "25.0 h old"),
+        ({"none": True}, "has no provenance"),
+    ],
+    ids=["simulated", "old", "none"],
+)
+def test_apply_refuses_with_one_line_and_a_dry_run_says_so(
+    tmp_path: Path, report_kw: dict[str, Any], message: str
+) -> None:
+    with running_cluster(token=TOKEN) as c:
+        kubeconfig = _kubeconfig(tmp_path, c.api.url)
+        plan = _report(tmp_path, **report_kw)
+        code, out, err = _apply("--plan", plan, "--kubeconfig", kubeconfig, "--apply")
+        assert code == 1
+        assert out == ""
+        assert err.startswith(f"migscope: error: refusing to apply {plan}: ")
+        assert message in err
+        assert err.count("\n") == 1, err
+        assert c.not_mig_manager() == []  # refused before the cluster was contacted
+        # Refused before the kubeconfig is even read.
+        code, _, err = _apply("--plan", plan, "--kubeconfig", str(tmp_path / "nope"), "--apply")
+        assert (code, message in err) == (1, True)
+        code, out, err = _apply("--plan", plan, "--kubeconfig", kubeconfig)
+        assert code == 0, err
+        assert "note: --apply would refuse this plan: " in out
+        assert message in out
+        assert f"gpu-a: would-apply ({TARGET})" in out
+        assert c.writes() == []
+
+
+def test_allow_simulated_and_max_plan_age_let_it_through(tmp_path: Path) -> None:
+    with running_cluster(token=TOKEN) as c:
+        kubeconfig = _kubeconfig(tmp_path, c.api.url)
+        simulated = _report(tmp_path, _provenance(simulated=True))
+        code, out, err = _apply(
+            "--plan", simulated, "--kubeconfig", kubeconfig, "--allow-simulated"
+        )
+        assert code == 0, err
+        assert "would refuse" not in out
+        old = _report(tmp_path, _provenance(age_s=3 * 86400))
+        for limit in ("7d", "0", "96h", "1w"):
+            code, out, err = _apply(
+                "--plan", old, "--kubeconfig", kubeconfig, "--max-plan-age", limit
+            )
+            assert code == 0, (limit, err)
+            assert "would refuse" not in out, limit
+        for limit in ("2d", "90m", "71h"):
+            code, out, err = _apply(
+                "--plan", old, "--kubeconfig", kubeconfig, "--max-plan-age", limit
+            )
+            assert code == 0, (limit, err)
+            assert "over --max-plan-age" in out, limit
+        code, out, err = _apply(
+            "--plan", old, "--kubeconfig", kubeconfig, "--max-plan-age", "4d", "--apply"
+        )
+        assert code == 0, err
+        assert "gpu-a: applied" in out
+        assert c.labels()[CONFIG_LABEL] == TARGET
+
+
+@pytest.mark.parametrize("bad", ["soon", "-1h", "24", "1y", ""])
+def test_a_bad_max_plan_age_is_one_line(tmp_path: Path, bad: str) -> None:
+    code, _, err = _apply("--plan", _report(tmp_path), "--max-plan-age", bad)
+    assert code == 1
+    assert err == (
+        f"migscope: error: bad --max-plan-age {bad!r}: expected a duration such as 90m, 24h "
+        "or 7d (0: no limit)\n"
+    )
+
+
+def test_a_dry_run_after_an_interrupted_apply_reports_it_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """The reported defect, as a user met it: `--apply` killed mid-change, then a dry run."""
+    from support.kubeapi.mig_manager import Knobs
+
+    from applier.test_resume import Died, DyingKube, make_applier, plan, settle
+    from migscope.applier.steps import read_progress
+
+    with running_cluster(token=TOKEN, knobs={"gpu-a": Knobs(stuck_pending=True)}) as c:
+        dying = DyingKube(c.api.client(retries=False), die_at=5, after=True)  # after the relabel
+        with pytest.raises(Died):
+            make_applier(c, dying, "killed").run(plan())
+        settle(c)
+        left = read_progress(c.node())
+        assert left is not None
+        c.api.clear_requests()
+        before = c.node()
+        started = time.monotonic()
+        code, out, err = _apply(
+            "--plan", _report(tmp_path), "--kubeconfig", _kubeconfig(tmp_path, c.api.url)
+        )
+        assert time.monotonic() - started < 5  # --timeout is 20 min: it did not wait
+        assert code == 0, err
+        assert out.startswith("dry run (nothing changed; add --apply): 1 node(s) in the plan")
+        assert (
+            f"gpu-a: would-resume ({TARGET}): unfinished change by run {left.run} at step "
+            f"wait (target {TARGET}); `--apply` would resume it"
+        ) in out
+        assert c.writes() == []
+        assert c.node() == before

@@ -52,7 +52,7 @@ from support.kubeapi.mig_manager import (
     SimGpu,
 )
 
-from applier.cluster import CONFIGMAP, EXISTING, NAMESPACE, _Sink, cluster_policy
+from applier.cluster import CONFIGMAP, EXISTING, NAMESPACE, _Sink, cluster_policy, provenance
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
 from migscope.applier.kube import Kube
@@ -389,6 +389,7 @@ def test_random_plans_keep_every_invariant() -> None:
                 f"round {rnd}",
                 tuple(c.change() for c in cases),
                 parse_config(yaml.safe_dump({"version": "v1", "mig-configs": configs})),
+                provenance(),
             )
             settings = ApplySettings(
                 apply=True,

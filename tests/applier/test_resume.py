@@ -34,6 +34,7 @@ from applier.cluster import (
     Cluster,
     _Sink,
     plan,
+    provenance,
     running_cluster,
 )
 from migscope.applier.applier import Applier, RunReport
@@ -366,6 +367,7 @@ def test_a_change_left_by_a_dead_run_is_finished_even_if_the_new_plan_wants_anot
                 ),
             ),
             parse_config(EXISTING),
+            provenance(),
         )
         fresh = DyingKube(c.api.client(retries=False))
         (out,) = make_applier(c, fresh, "fresh").run(other).outcomes

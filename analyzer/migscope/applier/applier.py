@@ -28,6 +28,12 @@ patch as the change it makes (:mod:`~migscope.applier.steps`), so a run killed a
 resumed or rolled back by the next, and a step retried after an error first reads that record
 (a write whose answer was lost may have landed); one applier acts at a time
 (:mod:`~migscope.applier.lease`).
+
+Before any of it, the plan's provenance must allow applying it (:meth:`ApplyPlan.refusal`:
+not simulated, not stale, not of unknown origin). A dry run (``apply=False``) goes through
+the same checks but only reads, through a :class:`~migscope.applier.kube.ReadOnlyKube`: it
+takes no Lease, and a change an earlier run left unfinished is reported (``would-resume``),
+never resumed or rolled back, because either would write, wait and relabel.
 """
 
 from __future__ import annotations
@@ -47,9 +53,16 @@ from migscope.applier.configmap import (
     ensure_config,
     find_target,
 )
-from migscope.applier.kube import ApiError, Conflict, Kube, NotFound, TooManyRequests
+from migscope.applier.kube import (
+    ApiError,
+    Conflict,
+    Kube,
+    NotFound,
+    ReadOnlyKube,
+    TooManyRequests,
+)
 from migscope.applier.lease import Lease
-from migscope.applier.plan import ApplyPlan, NodeChange
+from migscope.applier.plan import ApplyPlan, NodeChange, PlanRefused, Provenance
 from migscope.applier.settings import ApplySettings
 from migscope.applier.steps import (
     CHANGES_ANNOTATION,
@@ -99,8 +112,9 @@ class NodeOutcome:
     Attributes:
         node: Node name.
         target: The config the plan names.
-        result: ``applied``, ``unchanged``, ``would-apply``, ``skipped``, ``failed`` or
-            ``rolled-back`` (a change from an earlier run undone).
+        result: ``applied``, ``unchanged``, ``would-apply``, ``skipped``, ``failed``,
+            ``rolled-back`` (a change from an earlier run undone) or ``would-resume`` (a dry
+            run found a change an earlier run left unfinished, and left it alone).
         reason: Why, in one sentence.
         actions: What was (or in a dry run would be) changed, one line each.
     """
@@ -131,6 +145,8 @@ class RunReport:
     configmap: ConfigTarget | None
     outcomes: list[NodeOutcome] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    provenance: Provenance | None = None
+    refusal: str = ""
 
     def count(self, result: str) -> int:
         """Nodes with this result."""
@@ -150,7 +166,36 @@ class RunReport:
             "configmap": None if cm is None else f"{cm.namespace}/{cm.name}",
             "nodes": [o.as_dict() for o in self.outcomes],
             "notes": list(self.notes),
+            "provenance": None if self.provenance is None else self.provenance.as_dict(),
+            "apply_refused": self.refusal or None,
         }
+
+
+def _unfinished(node: Obj, progress: NodeProgress, change: NodeChange | None) -> NodeOutcome:
+    """What a dry run says about a change an earlier run left mid-way (and does nothing)."""
+    name = node["metadata"]["name"]
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    verb = "finish rolling it back" if progress.step is Step.ROLLBACK else "resume it"
+    reason = (
+        f"unfinished change by run {progress.run} at step {progress.step.value} "
+        f"(target {progress.target}); `--apply` would {verb}"
+    )
+    if change is not None and change.config != progress.target:
+        reason += f"; this plan's {change.config} waits for a later run"
+    actions = [
+        f"left by {progress.actor or 'an unknown applier'}: {progress.message or '(no message)'}",
+        f"label {CONFIG_LABEL}={labels.get(CONFIG_LABEL) or '(none)'}, "
+        f"{STATE_LABEL}={labels.get(STATE_LABEL) or '(none)'}; "
+        f"a rollback restores {progress.previous or '(no label)'}",
+    ]
+    if progress.cordoned:
+        actions.append("cordoned by that run: uncordoned when the change ends either way")
+    if progress.labelled_at is not None:
+        when = datetime.fromtimestamp(progress.labelled_at, tz=timezone.utc)
+        actions.append(
+            f"relabelled at {when.isoformat(timespec='seconds')}; --timeout counts from then"
+        )
+    return NodeOutcome(name, progress.target, "would-resume", reason, actions)
 
 
 class Applier:
@@ -173,10 +218,11 @@ class Applier:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.kube = kube
+        # A dry run reads through a view that refuses every write: read-only by construction.
+        self.kube = kube if settings.apply else ReadOnlyKube(kube)
         self.settings = settings
         self.lease = Lease(
-            kube,
+            self.kube,
             namespace=settings.namespace,
             name=settings.lease_name,
             identity=settings.identity,
@@ -194,12 +240,22 @@ class Applier:
     def run(self, plan: ApplyPlan) -> RunReport:
         """Apply (or with ``apply=False`` describe) the plan; returns every node's outcome.
 
+        A plan ``--apply`` must not apply (:meth:`ApplyPlan.refusal`: simulated, too old, of
+        unknown origin) is refused before the cluster is contacted; a dry run describes it
+        all the same, the reason first among the notes, so that it shows before it bites.
+
         Raises:
+            PlanRefused: with ``apply``, the plan must not be applied (one line).
             LeaseHeld: another applier is active (and did not finish within the wait).
             LeaseLost: the Lease was taken over mid-run.
             ApiError: the cluster cannot be read at all.
         """
-        report = RunReport(self.run_id, not self.settings.apply, None)
+        report = RunReport(self.run_id, not self.settings.apply, None, provenance=plan.provenance)
+        report.refusal = self.refusal(plan)
+        if report.refusal:
+            if self.settings.apply:
+                raise PlanRefused(plan.source, report.refusal)
+            report.notes.append(f"--apply would refuse this plan: {report.refusal}")
         self.use_plan(plan)
         if self.settings.apply:
             self.lease.acquire(wait_s=self.settings.lease_wait_s)
@@ -234,13 +290,19 @@ class Applier:
             if progress is not None and not progress.step.terminal:
                 name = node["metadata"]["name"]
                 change = next((c for c in plan.nodes if c.node == name), None)
+                planned.discard(name)
+                if not s.apply:
+                    # Resuming means waiting, relabelling, uncordoning: never in a dry run.
+                    report.outcomes.append(_unfinished(node, progress, change))
+                    continue
                 # The same change as this plan's: its config may still need writing.
                 same = change is not None and change.config == progress.target
                 if change is None or not same:
                     change = NodeChange(name, progress.target)
                 report.outcomes.append(self._resume(change, progress, target, plan_config=same))
-                planned.discard(name)
-        done_this_run = sum(1 for o in report.outcomes if o.result in ("applied", "failed"))
+        done_this_run = sum(
+            1 for o in report.outcomes if o.result in ("applied", "failed", "would-resume")
+        )
         for change in plan.nodes:
             if change.node not in planned:
                 continue
@@ -265,6 +327,14 @@ class Applier:
             report.outcomes.append(outcome)
             if outcome.result in ("applied", "failed", "would-apply"):
                 done_this_run += 1
+
+    def refusal(self, plan: ApplyPlan) -> str:
+        """Why these settings do not let ``--apply`` apply ``plan`` ("" when they do)."""
+        return plan.refusal(
+            now=self.clock(),
+            allow_simulated=self.settings.allow_simulated,
+            max_age_s=self.settings.max_plan_age_s,
+        )
 
     def kube_nodes(self) -> list[Obj]:
         """Every node (for the resume scan and the cluster-wide daily limit)."""

@@ -23,8 +23,10 @@ from urllib3.exceptions import HTTPError
 __all__ = [
     "ApiError",
     "Conflict",
+    "DryRunWrite",
     "Kube",
     "NotFound",
+    "ReadOnlyKube",
     "TooManyRequests",
     "now_rfc3339",
 ]
@@ -50,6 +52,13 @@ class NotFound(ApiError):
 
 class TooManyRequests(ApiError):
     """429: on eviction, a PodDisruptionBudget does not allow it now."""
+
+
+class DryRunWrite(RuntimeError):
+    """A dry run tried to write (a bug): refused before any request was sent.
+
+    Not an :class:`ApiError`, so that no retry loop mistakes it for a flaky API.
+    """
 
 
 def now_rfc3339(micro: bool = False) -> str:
@@ -319,3 +328,88 @@ class Kube:
                 **self._opts(),
             )
         )
+
+
+class ReadOnlyKube(Kube):
+    """A dry run's view of the cluster: the reads of ``inner``, and every write refused.
+
+    A dry run must change nothing, and "nothing" is easier to guarantee by construction than
+    by reviewing every path that might write (a resume, a rollback, an Event, the Lease): a
+    write reaching this class is a bug, reported as :class:`DryRunWrite` before any request
+    leaves. Reads go to ``inner``'s own methods, so a test double's behaviour is kept.
+    """
+
+    def __init__(self, inner: Kube) -> None:  # no super().__init__: nothing of its own
+        self.inner = inner
+        self.api = inner.api
+        self.timeout = inner.timeout
+
+    @staticmethod
+    def _refuse(what: str) -> DryRunWrite:
+        return DryRunWrite(f"{what}: refused, this is a dry run (a bug: please report it)")
+
+    # -- reads: the inner view's ------------------------------------------------------------
+
+    def get_node(self, name: str) -> Obj:
+        """See :meth:`Kube.get_node`."""
+        return self.inner.get_node(name)
+
+    def list_nodes(self) -> list[Obj]:
+        """See :meth:`Kube.list_nodes`."""
+        return self.inner.list_nodes()
+
+    def watch_node(
+        self, name: str, *, resource_version: str, timeout_s: float
+    ) -> Iterator[tuple[str, Obj]]:
+        """See :meth:`Kube.watch_node`."""
+        return self.inner.watch_node(name, resource_version=resource_version, timeout_s=timeout_s)
+
+    def pods_on_node(self, name: str) -> list[Obj]:
+        """See :meth:`Kube.pods_on_node`."""
+        return self.inner.pods_on_node(name)
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        """See :meth:`Kube.get_pod`."""
+        return self.inner.get_pod(namespace, name)
+
+    def get_configmap(self, namespace: str, name: str) -> Obj | None:
+        """See :meth:`Kube.get_configmap`."""
+        return self.inner.get_configmap(namespace, name)
+
+    def cluster_policies(self) -> list[Obj]:
+        """See :meth:`Kube.cluster_policies`."""
+        return self.inner.cluster_policies()
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """See :meth:`Kube.get_lease`."""
+        return self.inner.get_lease(namespace, name)
+
+    # -- writes: refused ---------------------------------------------------------------------
+
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"patching node {name}")
+
+    def evict(self, namespace: str, name: str) -> None:
+        """Refused."""
+        raise self._refuse(f"evicting {namespace}/{name}")
+
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"creating configmap {namespace}/{body['metadata']['name']}")
+
+    def replace_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"writing configmap {namespace}/{body['metadata']['name']}")
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """Refused."""
+        raise self._refuse("recording an event")
+
+    def create_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"creating lease {namespace}/{body['metadata']['name']}")
+
+    def replace_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"writing lease {namespace}/{body['metadata']['name']}")

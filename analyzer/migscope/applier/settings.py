@@ -1,8 +1,8 @@
 """How carefully to apply: limits, windows, timeouts, where MIG Manager reads its config.
 
 Defaults are the cautious ones: one node at a time, one change per node per day, ten per
-cluster per day, no drain, any time of day unless windows are given. A platform team
-loosens them knowingly.
+cluster per day, no drain, any time of day unless windows are given, no plan from simulated
+data nor older than a day. A platform team loosens them knowingly.
 """
 
 from __future__ import annotations
@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+
+from migscope.applier.plan import DEFAULT_MAX_PLAN_AGE_S
 
 __all__ = [
     "DEFAULT_CONFIGMAP",
@@ -27,9 +29,11 @@ DEFAULT_CONFIGMAP = "migscope-mig-parted-config"
 """The custom mig-parted ConfigMap migscope creates when the ClusterPolicy names none."""
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# Case-insensitive for the day names; the time zone is kept as written (see parse_window_spec).
 _SPEC = re.compile(
     r"^(?P<days>[a-z]{3}(?:-[a-z]{3})?(?:,[a-z]{3}(?:-[a-z]{3})?)*)?\s*"
-    r"(?P<start>\d{2}:\d{2})-(?P<end>\d{2}:\d{2})(?:\s+(?P<tz>\S+))?$"
+    r"(?P<start>\d{2}:\d{2})-(?P<end>\d{2}:\d{2})(?:\s+(?P<tz>\S+))?$",
+    re.IGNORECASE,
 )
 
 
@@ -70,27 +74,45 @@ def _day_set(text: str) -> frozenset[int]:
 def parse_window_spec(text: str) -> MaintenanceWindow:
     """``"sat-sun 01:00-05:00 Europe/Berlin"``, ``"mon,wed 22:00-04:00"``, ``"00:00-06:00"``.
 
+    Day names (and ``UTC``) are accepted in any case. The time zone is otherwise used
+    exactly as written: tz database names are file names, case-sensitive on Linux, so
+    ``europe/berlin`` is not ``Europe/Berlin`` (the error suggests the right spelling).
+    Without a zone the window is in UTC.
+
     Raises:
-        ValueError: anything else (one line saying the expected form).
+        ValueError: anything else (one line saying the expected form, or naming the zone).
     """
-    match = _SPEC.match(text.strip().lower() if text else "")
+    match = _SPEC.match(text.strip() if text else "")
     if match is None:
         raise ValueError(
             f"bad maintenance window {text!r}: expected e.g. 'sat-sun 01:00-05:00 UTC'"
         )
     tz = match["tz"] or "UTC"
+    if tz.upper() == "UTC":
+        tz = "UTC"
+    problem = _zone_problem(tz)
+    if problem:
+        raise ValueError(f"bad maintenance window {text!r}: {problem}")
     try:
-        ZoneInfo(tz if tz != "utc" else "UTC")
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"bad maintenance window {text!r}: unknown time zone {tz!r}") from None
-    try:
-        days = _day_set(match["days"]) if match["days"] else frozenset(range(7))
+        days = _day_set(match["days"].lower()) if match["days"] else frozenset(range(7))
         start = time.fromisoformat(match["start"])
         end = time.fromisoformat(match["end"])
     except ValueError:
         raise ValueError(f"bad maintenance window {text!r}: bad day or time") from None
-    original_tz = text.strip().split()[-1] if match["tz"] else "UTC"
-    return MaintenanceWindow(days, start, end, original_tz if tz != "utc" else "UTC")
+    return MaintenanceWindow(days, start, end, tz)
+
+
+def _zone_problem(tz: str) -> str:
+    """Why ``tz`` is not a usable zone ("" when it is), suggesting the right case if any."""
+    try:
+        ZoneInfo(tz)
+        return ""
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        # Not found, not a relative key ("/etc/localtime", "../x"), or a directory ("Europe").
+        pass
+    folded = [z for z in available_timezones() if z.lower() == tz.lower()]
+    hint = f" (names are case-sensitive: did you mean {folded[0]!r}?)" if folded else ""
+    return f"unknown time zone {tz!r}{hint}"
 
 
 @dataclass(frozen=True)
@@ -117,6 +139,8 @@ class ApplySettings:
             applier keeps others out.
         identity: This applier's name in the Lease and Events.
         poll_s: Interval for polls (evicted pods going, device plugin catching up).
+        allow_simulated: Apply a plan made from simulated data (test clusters only).
+        max_plan_age_s: Refuse to apply a plan made longer ago than this (None: no limit).
     """
 
     apply: bool = False
@@ -136,6 +160,8 @@ class ApplySettings:
     lease_duration_s: int = 60
     identity: str | None = None
     poll_s: float = 2.0
+    allow_simulated: bool = False
+    max_plan_age_s: float | None = DEFAULT_MAX_PLAN_AGE_S
 
     def in_window(self, when: datetime | None = None) -> bool:
         """Whether a change may start now."""

@@ -1,16 +1,26 @@
 """``migscope apply``: put a plan's layouts on the nodes through MIG Manager, dry run by default.
 
-Without ``--apply`` nothing is written: every planned node is checked as the real run would
-check it and the exact ConfigMap key, label and pods that would change are printed, with the
-reason for every node that would be skipped. With ``--apply`` the per-node workflow of
+Without ``--apply`` nothing is written, resumed, waited for or locked: every planned node is
+checked as the real run would check it and the exact ConfigMap key, label and pods that
+would change are printed, with the reason for every node that would be skipped and every
+change an interrupted run left unfinished. With ``--apply`` the per-node workflow of
 :mod:`migscope.applier.applier` runs under a Lease; JSON audit lines go to stderr and the
-summary to stdout. Exit status: 0 when no node failed, 3 when one did, 1 for a usage error.
+summary to stdout.
+
+Before any of that, the plan's provenance decides whether ``--apply`` may use it at all
+(:meth:`migscope.applier.plan.ApplyPlan.refusal`): not from simulated data unless
+``--allow-simulated``, not older than ``--max-plan-age``, not without provenance. ``--apply``
+refuses such a plan with one line (exit 1) before reading the kubeconfig; a dry run still
+describes it and says, as a note, what ``--apply`` would refuse (exit 0: it did what was
+asked). Exit status: 0 when no node failed, 3 when one did, 1 for a usage error or a
+refused plan.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import TYPE_CHECKING
 
 import click
@@ -20,9 +30,32 @@ from migscope.cli.errors import InvalidInput
 if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
     from migscope.applier.plan import ApplyPlan
 
-__all__ = ["apply_command", "run_apply"]
+__all__ = ["apply_command", "parse_max_plan_age", "run_apply"]
 
 FAILED_EXIT = 3
+DEFAULT_MAX_PLAN_AGE = "24h"
+"""``--max-plan-age`` (the same as :data:`migscope.applier.plan.DEFAULT_MAX_PLAN_AGE_S`)."""
+
+
+def parse_max_plan_age(text: str) -> float | None:
+    """``--max-plan-age``: seconds, or None for ``0`` (no limit).
+
+    ``0`` turns the limit off rather than refusing every plan (an age is never below zero
+    seconds, so a limit of zero would be useless): for a plan reviewed and kept on purpose.
+
+    Raises:
+        InvalidInput: not a duration (90m, 24h, 7d, 1d12h).
+    """
+    from migscope.sim.units import parse_duration
+
+    value = text.strip()
+    try:
+        seconds = 0.0 if value == "0" else parse_duration(value)
+    except ValueError:
+        raise InvalidInput(
+            f"bad --max-plan-age {text!r}: expected a duration such as 90m, 24h or 7d (0: no limit)"
+        ) from None
+    return None if seconds == 0 else seconds
 
 
 def run_apply(
@@ -42,18 +75,32 @@ def run_apply(
     context: str | None,
     lease_wait_s: float,
     output: str,
+    allow_simulated: bool = False,
+    max_plan_age_s: float | None = 24 * 3600.0,  # DEFAULT_MAX_PLAN_AGE_S, kept lazy
 ) -> int:
-    """Apply an :class:`~migscope.applier.plan.ApplyPlan`; print the outcome; the exit status."""
+    """Apply an :class:`~migscope.applier.plan.ApplyPlan`; print the outcome; the exit status.
+
+    ``allow_simulated`` and ``max_plan_age_s`` (None: no limit) are the provenance rules;
+    their defaults are the safe ones, so a caller that does not know them gets those.
+
+    Raises:
+        InvalidInput: a bad window, a plan ``--apply`` refuses (before the cluster is
+            contacted), the API unreachable, another applier active.
+    """
     from migscope.analyzer.sources.kube_pending import KubeError, api_client
     from migscope.applier.applier import Applier, LeaseLost
     from migscope.applier.kube import ApiError, Kube
     from migscope.applier.lease import LeaseHeld
+    from migscope.applier.plan import PlanRefused
     from migscope.applier.settings import ApplySettings, parse_window_spec
 
     try:
         parsed = tuple(parse_window_spec(w) for w in windows)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
+    why = plan.refusal(now=time.time(), allow_simulated=allow_simulated, max_age_s=max_plan_age_s)
+    if apply and why:  # before the kubeconfig is even read: nothing to do with the cluster
+        raise InvalidInput(str(PlanRefused(plan.source, why)))
     settings = ApplySettings(
         apply=apply,
         drain=drain,
@@ -66,6 +113,8 @@ def run_apply(
         namespace=namespace,
         configmap=configmap,
         lease_wait_s=lease_wait_s,
+        allow_simulated=allow_simulated,
+        max_plan_age_s=max_plan_age_s,
     )
     try:
         api = api_client(kubeconfig, context=context)
@@ -74,7 +123,7 @@ def run_apply(
     with api:
         try:
             report = Applier(Kube(api), settings).run(plan)
-        except (LeaseHeld, LeaseLost) as exc:
+        except (LeaseHeld, LeaseLost, PlanRefused) as exc:
             raise InvalidInput(str(exc)) from None
         except ApiError as exc:
             raise InvalidInput(f"Kubernetes API: {exc}") from None
@@ -129,7 +178,10 @@ def run_apply(
     "windows",
     multiple=True,
     metavar="SPEC",
-    help="Maintenance window, e.g. 'sat-sun 01:00-05:00 UTC' (repeatable; default: any time).",
+    help=(
+        "Maintenance window, e.g. 'sat-sun 01:00-05:00 Europe/Berlin' (zone as the tz "
+        "database spells it; default UTC; repeatable; default: any time)."
+    ),
 )
 @click.option(
     "--namespace", default="gpu-operator", show_default=True, help="GPU Operator namespace."
@@ -143,6 +195,18 @@ def run_apply(
 @click.option("--context", metavar="NAME", help="Kubeconfig context.")
 @click.option(
     "--lease-wait", default="0s", show_default=True, help="Wait this long for another applier."
+)
+@click.option(
+    "--allow-simulated",
+    is_flag=True,
+    help="Apply a plan made from simulated data (test clusters only).",
+)
+@click.option(
+    "--max-plan-age",
+    default=DEFAULT_MAX_PLAN_AGE,
+    show_default=True,
+    metavar="DURATION",
+    help="Refuse plans made longer ago (90m, 24h, 7d; 0: no limit).",
 )
 @click.option(
     "--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -162,12 +226,15 @@ def apply_command(
     kubeconfig: str | None,
     context: str | None,
     lease_wait: str,
+    allow_simulated: bool,
+    max_plan_age: str,
     output: str,
 ) -> None:
     """Apply a plan's MIG layouts through the MIG Manager label workflow (dry run by default)."""
     from migscope.applier.plan import PlanError, load_plan
     from migscope.cli.analyze_cmd import parse_window
 
+    max_age_s = parse_max_plan_age(max_plan_age)
     try:
         plan = load_plan(plan_path)
     except PlanError as exc:
@@ -189,5 +256,7 @@ def apply_command(
         context=context,
         lease_wait_s=lease_s,
         output=output,
+        allow_simulated=allow_simulated,
+        max_plan_age_s=max_age_s,
     )
     sys.exit(code)

@@ -81,6 +81,7 @@ __all__ = [
     "GPU_ANNOTATION",
     "PAUSED",
     "STATE_LABEL",
+    "USER_AGENT",
     "Knobs",
     "MigManagerSim",
     "Overlap",
@@ -97,6 +98,8 @@ DEPLOY_LABELS = tuple(
 )
 #: Pod annotation naming the GPU indices whose devices the pod holds (``"0"``, ``"1,3"``).
 GPU_ANNOTATION = "mig-manager-sim.migscope.test/gpus"
+#: The ``User-Agent`` of the simulation's requests (tests tell them from the applier's).
+USER_AGENT = "mig-manager-sim"
 
 H200_PCI = "0x233510DE"
 
@@ -351,7 +354,7 @@ class _NodeController:
     def __init__(self, sim: MigManagerSim, node: str) -> None:
         self.sim = sim
         self.node = node
-        self.client = sim.api.client()
+        self.client = sim.api.client(user_agent=USER_AGENT)
         self.core = kubernetes.client.CoreV1Api(self.client)
         self.last_value: str | None = None
         self.applying: str | None = None  # the config of the reconcile in progress (a record)

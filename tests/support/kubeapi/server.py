@@ -62,6 +62,8 @@ class RecordedRequest(NamedTuple):
         query: Query parameters (the last value of each).
         content_type: Media type of the body, without parameters (``""`` if none).
         body: The body decoded as JSON, the raw bytes if it is not JSON, None if empty.
+        user_agent: The ``User-Agent`` header (``""`` if none): whose request it was, e.g.
+            the simulated MIG Manager's rather than the code under test's.
     """
 
     method: str
@@ -69,6 +71,7 @@ class RecordedRequest(NamedTuple):
     query: dict[str, str]
     content_type: str
     body: Any
+    user_agent: str = ""
 
 
 class _HttpServer(http.server.ThreadingHTTPServer):
@@ -315,13 +318,20 @@ class KubeApiServer:
         return config
 
     def client(
-        self, *, token: str | None = _SERVER_TOKEN, retries: Any = None
+        self,
+        *,
+        token: str | None = _SERVER_TOKEN,
+        retries: Any = None,
+        user_agent: str | None = None,
     ) -> kubernetes.client.ApiClient:
         """A ``kubernetes.client.ApiClient`` for this server, closed when the server stops.
 
-        See :meth:`configuration` for the arguments.
+        See :meth:`configuration` for ``token`` and ``retries``; ``user_agent`` (default:
+        the client library's) tells this client's requests apart in :attr:`requests`.
         """
         client = kubernetes.client.ApiClient(self.configuration(token=token, retries=retries))
+        if user_agent is not None:
+            client.user_agent = user_agent
         self._clients.append(client)
         return client
 
@@ -339,6 +349,7 @@ class KubeApiServer:
             {k: v[-1] for k, v in request.query.items()},
             request.content_type,
             body,
+            request.headers.get("user-agent", ""),
         )
         with self._requests_lock:
             self._requests.append(recorded)
