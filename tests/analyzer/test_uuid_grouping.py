@@ -310,12 +310,6 @@ def test_the_demo_week_reports_the_same_waste_through_prometheus() -> None:
 
 
 @requires_prometheus
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipeline.analyze picks a GPU's current instances by last sample for raw series "
-    "but by coverage for server statistics (SliceStats has no last-seen time): when the "
-    "re-partition is in the window's first half the old instances win on the Prometheus path",
-)
 def test_an_early_re_partition_picks_the_same_current_instances_through_prometheus() -> None:
     direct, through = _direct_and_through_prometheus(3.5)
     assert _rows(through) == _rows(direct)

@@ -547,7 +547,8 @@ def analyze(
             stats = slice_stats(item, start=start, end=end, step=step)
             seen = _last_seen(item)
         else:
-            stats, seen = item, item.coverage
+            stats = item
+            seen = item.last_seen if item.last_seen is not None else -math.inf
         verdict = classify(stats, model=_model(stats.info.model), policy=policy)
         staged.append((stats, verdict, seen))
         if n % 10 == 0:

@@ -496,6 +496,7 @@ def slice_stats(
         owners=owners,
         energy_joules=sum(increases) if increases else None,
         hourly=hourly,
+        last_seen=float(observed[-1]) / 1000.0 if observed.size else None,
     )
 
 

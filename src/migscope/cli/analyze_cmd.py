@@ -122,6 +122,7 @@ def run_analysis(
     say = progress_reporter(show_progress)
     pending, pending_notes = read_pending(pending_pods, kubeconfig, timeout_s)
     slices: Iterable[SliceSeries | SliceStats]
+    source_notes: Sequence[str] = ()
     try:
         with contextlib.ExitStack() as stack:
             if simulate is not None:
@@ -138,6 +139,7 @@ def run_analysis(
                 found = read_openmetrics(source)
                 window = _window_ending(found.last if end is None else end, window_s)
                 slices = found.series
+                source_notes = found.notes
             else:
                 assert prometheus is not None
                 client = _client(prometheus, bearer_token_file, timeout_s)
@@ -164,8 +166,11 @@ def run_analysis(
                 what_if_config=what_if_config,
                 pending=pending,
             )
-            if pending_notes:
-                result = dataclasses.replace(result, notes=(*result.notes, *pending_notes))
+            if prometheus is not None or prometheus_embedded:
+                source_notes = run.notes  # complete once the run has been iterated
+            extra = [*source_notes, *pending_notes]
+            if extra:
+                result = dataclasses.replace(result, notes=(*result.notes, *extra))
             if prometheus is not None or prometheus_embedded:
                 result = _with_server_warnings(result, client.warnings)
     except (

@@ -522,6 +522,7 @@ class _Queries:
         )
         expected = max(1, self.window_ms // self.step_ms)
         hourly = self.hourly(activity, held, nodes)
+        last_seen = self.last_seen(activity + memory, nodes)
         for key in order:
             info, total = infos[key]
             seen_k = seen.get(key, 0.0)
@@ -549,7 +550,22 @@ class _Queries:
                 ),
                 energy_joules=energy.get(key),
                 hourly=hourly.get(key, self.unused()) if self.buckets else None,
+                last_seen=last_seen.get(key),
             )
+
+    def last_seen(self, metrics: Sequence[str], nodes: Sequence[str]) -> _Values:
+        """Per slice, the time of its newest sample in the window (one query per family).
+
+        Why: after a re-partition in the window the instances seen last are the current ones,
+        and coverage cannot tell (an old instance seen for four days outweighs its successor
+        seen for three). ``timestamp()`` of an instant selector is the sample's own time.
+        """
+        out: _Values = {}
+        for m in metrics:  # one query each: `or` would keep only the left side's time
+            expr = f"max_over_time(timestamp({self.sel(m, nodes)})[{self.window}:{self.step}])"
+            for key, seen in self.values(f"max {self.by} ({expr})").items():
+                out[key] = max(seen, out.get(key, -math.inf))
+        return out
 
     def unused(self) -> HourlyUse:
         """The buckets of a slice nothing was seen on: activity unknown, never held."""
