@@ -68,6 +68,15 @@ def _report(tmp_path: Path, provenance: dict[str, Any] | None = None, *, none: b
                 "proposed": [{"gpu": 0, **layout(BALANCED)}, {"gpu": 1, **layout(TWO_3G)}],
                 "pods_to_move": [],
                 "disruptive": False,
+                "gpus_recreated": [1],
+                # Every instance of both GPUs was seen; GPU 1's are idle or unallocated
+                # and no pod held them, so re-creating it needs no drain.
+                "slices": [
+                    {"gpu": gpu, "profile": p, "status": status, "pods": [], "pin": None}
+                    for gpu, status in ((0, "healthy"), (1, "unallocated"))
+                    for p, n in BALANCED.items()
+                    for _ in range(n)
+                ],
             }
         ],
         "mig_parted_config": PLAN_CONFIGS.model_dump(by_alias=True, exclude_none=True),

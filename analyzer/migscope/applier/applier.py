@@ -370,6 +370,10 @@ class Applier:
                 "it ignores a relabel to the same value: set another config first"
             )
             return self._skip(node, out)
+        if change.unsafe:
+            more = f" (and {len(change.unsafe) - 1} more)" if len(change.unsafe) > 1 else ""
+            out.reason = f"the plan breaks the safety contract: {change.unsafe[0]}{more}"
+            return self._skip(node, out)
         why = self._preflight(node, change, nodes)
         if why:
             out.reason = why

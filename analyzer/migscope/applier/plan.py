@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from migscope.core.disruption import GpuLayouts, gpu_recreated, violations
 from migscope.core.migparted import ConfigError, MigPartedConfig, parse_config
 
 __all__ = [
@@ -139,8 +140,13 @@ class GpuChange:
 
     @property
     def changed(self) -> bool:
-        """Whether MIG Manager will touch this GPU (and so destroy all its instances)."""
-        return (self.current_mig, dict(self.current)) != (self.proposed_mig, dict(self.proposed))
+        """Whether MIG Manager will touch this GPU (and so destroy all its instances).
+
+        The report computed the same with the same code (:mod:`migscope.core.disruption`).
+        """
+        return gpu_recreated(
+            GpuLayouts(self.index, self.current, self.proposed, self.current_mig, self.proposed_mig)
+        )
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,11 @@ class NodeChange:
         node: Node name.
         config: The config name for ``nvidia.com/mig.config``.
         gpus: Per-GPU layouts (empty when the plan did not say).
-        pods_to_move: ``namespace/pod`` the analyzer saw on destroyed instances.
+        pods_to_move: ``namespace/pod`` the analyzer saw on the GPUs the change re-creates.
         disruptive: The analyzer expects a pod to be moved.
+        unsafe: Where the recommendation breaks the safety contract, as
+            :func:`migscope.core.disruption.violations` re-checks it on the plan's own data
+            (empty: safe). ``--apply`` skips a node with any.
     """
 
     node: str
@@ -160,6 +169,7 @@ class NodeChange:
     gpus: tuple[GpuChange, ...] = ()
     pods_to_move: tuple[str, ...] = ()
     disruptive: bool = False
+    unsafe: tuple[str, ...] = ()
 
     @property
     def changed_gpus(self) -> tuple[GpuChange, ...]:
@@ -350,10 +360,17 @@ def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
                 gpus=gpus,
                 pods_to_move=tuple(str(p) for p in rec.get("pods_to_move") or []),
                 disruptive=bool(rec.get("disruptive")),
+                unsafe=tuple(violations(rec)),
             )
         )
     _no_duplicates(nodes, source)
     return ApplyPlan(source, tuple(nodes), config, provenance)
+
+
+NO_EVIDENCE = (
+    "node-plan.json carries no per-slice evidence to re-check the safety contract with: "
+    "apply report.json instead"
+)
 
 
 def _empty_config() -> MigPartedConfig:
@@ -385,7 +402,10 @@ def _from_node_plan(data: Mapping[str, Any], path: Path) -> ApplyPlan:
             raise PlanError(f"{where}: mig_config {name!r} is not in {beside.name}")
         nodes.append(
             NodeChange(
-                node=entry["node"], config=str(name), disruptive=bool(entry.get("disruptive"))
+                node=entry["node"],
+                config=str(name),
+                disruptive=bool(entry.get("disruptive")),
+                unsafe=(NO_EVIDENCE,),
             )
         )
     _no_duplicates(nodes, str(path))
