@@ -496,7 +496,10 @@ def slice_stats(
         owners=owners,
         energy_joules=sum(increases) if increases else None,
         hourly=hourly,
-        last_seen=float(observed[-1]) / 1000.0 if observed.size else None,
+        # The end of the step interval holding the newest sample, as the server reports it.
+        last_seen=(end_ms - int(observed_buckets.min()) * step_ms) / 1000.0
+        if observed_buckets.size
+        else None,
     )
 
 

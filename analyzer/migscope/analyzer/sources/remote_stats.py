@@ -554,18 +554,25 @@ class _Queries:
             )
 
     def last_seen(self, metrics: Sequence[str], nodes: Sequence[str]) -> _Values:
-        """Per slice, the time of its newest sample in the window (one query per family).
+        """Per slice, the end of the step interval holding its newest sample in the window.
 
         Why: after a re-partition in the window the instances seen last are the current ones,
         and coverage cannot tell (an old instance seen for four days outweighs its successor
-        seen for three). ``timestamp()`` of an instant selector is the sample's own time.
+        seen for three). One subquery, as cheap as a statistic (see :meth:`seen_at`).
         """
-        out: _Values = {}
-        for m in metrics:  # one query each: `or` would keep only the left side's time
-            expr = f"max_over_time(timestamp({self.sel(m, nodes)})[{self.window}:{self.step}])"
-            for key, seen in self.values(f"max {self.by} ({expr})").items():
-                out[key] = max(seen, out.get(key, -math.inf))
-        return out
+        return self.values(self.seen_at("max", metrics, nodes))
+
+    def seen_at(self, fn: str, metrics: Sequence[str], nodes: Sequence[str]) -> str:
+        """The latest (``max``) or earliest (``min``) step at which a slice has a sample.
+
+        ``timestamp()`` of an aggregated expression is its evaluation time: the end of the
+        step interval holding the sample, which is what :func:`stats.slice_stats` reports
+        too. Aggregating *before* ``timestamp()`` keeps the subquery as cheap as the
+        statistics' (``timestamp()`` of the raw series, one per pod label set, took 30 s on
+        the demo week where each statistic takes under one).
+        """
+        inner = f"timestamp(max {self.by} ({self.observed(metrics, nodes)}))"
+        return f"{fn}_over_time({inner}[{self.count_range}:{self.step}])"
 
     def unused(self) -> HourlyUse:
         """The buckets of a slice nothing was seen on: activity unknown, never held."""
@@ -576,18 +583,14 @@ class _Queries:
         """The slices sorted by key, re-created instances of one key oldest first.
 
         Why: the embedded sources yield them so (by first sample). Only when a key has
-        several instances in the chunk does it cost a query per family: the first sample time
-        of each, ``min_over_time(timestamp(x)[W:step])`` (within the lookback before W).
+        several instances in the chunk does it cost a query: the first step each was seen at
+        (:meth:`seen_at`).
         """
         keys = [ident[0] for ident in infos]
         if len(set(keys)) == len(keys):
             return sorted(infos)
         metrics = [MIG_INFO] if self.migscope else self.activity + self.memory + self.free
-        first: dict[_SliceId, float] = {}
-        for m in metrics:  # one query each: `or` would keep only the left side's time
-            expr = f"min_over_time(timestamp({self.sel(m, nodes)})[{self.window}:{self.step}])"
-            for key, seen in self.values(f"min {self.by} ({expr})").items():
-                first[key] = min(seen, first.get(key, math.inf))
+        first = self.values(self.seen_at("min", metrics, nodes))
         return sorted(infos, key=lambda k: (k[0], first.get(k, math.inf), k[1]))
 
     def hourly(
