@@ -262,3 +262,30 @@ def test_a_slice_holding_memory_but_not_computing_is_idle(prometheus: Prometheus
     assert all(s.value < IDLE_ACTIVITY_BELOW for s in prometheus.query(activity))
     assert max(s.value for s in prometheus.query(share)) > default_policy().idle.memory_p95_below
     assert max(s.value for s in prometheus.query(held)) >= 11 * 2**30  # ~12 GiB, not nothing
+
+
+def test_a_fresh_install_is_analysed_as_a_snapshot(prometheus: PrometheusClient) -> None:
+    """Issue 10 item 6, live: seconds after the first scrapes, ``analyze --prometheus``.
+
+    The same real Prometheus scraping two simulated exporters as the dashboards use. The
+    window used to end on the last full hour, before the first scrape, so a brand-new
+    install was told "no MIG series found"; it must find every slice, classify it, and
+    recommend nothing from seconds of history.
+    """
+    url = prometheus.base_url.rstrip("/")
+    proc = subprocess.run(
+        [str(MIGSCOPE), "analyze", "--prometheus", url, "--pending-pods", "off", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    current = [s for s in data["slices"] if s["current"]]
+    assert len(current) >= 14  # the h200-node alone has 14 slices
+    assert data["recommendations"] == []
+    assert data["evidence"]["enough_for_a_plan"] is False
+    assert data["evidence"]["history_hours"] < 0.5
+    assert data["provenance"]["source"] == {"kind": "prometheus", "url": url}
+    assert "notebook-alice" in {s["pod"] for s in current}
