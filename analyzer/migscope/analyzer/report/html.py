@@ -564,7 +564,7 @@ def _layouts(report: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> 
         out.append(title + "</h3>")
         if rec is not None and rec.get("pods_to_move"):
             pods = ", ".join(_e(p) for p in rec.get("pods_to_move") or [])
-            out.append(f"<p>Pods to move: {pods}.</p>")
+            out.append(f"<p>Pods that lose their device (on a re-created GPU): {pods}.</p>")
         out.append('<div class="gpus">')
         recreated = set(rec.get("gpus_recreated") or []) if rec is not None else set()
         for key in (k for k in keys if k[0] == node):
