@@ -177,3 +177,11 @@ def test_what_the_reader_left_out_reaches_the_report(tmp_path: Path) -> None:
     data = _json("--source", str(mixed))
     assert len(data["slices"]) == 3
     assert any("appear only in" in n for n in data["notes"]), data["notes"]
+
+
+def test_missing_pod_attribution_is_said() -> None:
+    # The real dcgm-exporter captures carry pod="" on every series (dcgm-exporter#272).
+    data = _json("--source", str(SCRAPES[1]))
+    assert any("pod attribution is missing" in n for n in data["notes"])
+    held = _json("--source", str(SCRAPES[0]))  # migscope's own exposition names its pods
+    assert not any("pod attribution is missing" in n for n in held["notes"])

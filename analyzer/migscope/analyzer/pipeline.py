@@ -78,6 +78,14 @@ __all__ = [
 SCHEMA_VERSION = 1
 """Version of :meth:`AnalysisResult.to_json`'s schema (docs/report-schema.md)."""
 
+NO_ATTRIBUTION = (
+    "no slice has a pod attached: pod attribution is missing (the kubelet socket for "
+    "migscope's exporter; dcgm-exporter on MIG often attaches none, dcgm-exporter#272), so an "
+    "'unallocated' slice may be held by an idle pod; busy ones pin their GPUs, and the "
+    "applier's live pod check stays the guard for the rest"
+)
+"""Said when no slice of the analysis names a pod."""
+
 Progress = Callable[[str], None]
 Objective = Literal["consolidate", "minimal-change"]
 """What the plan optimises after covering demand (see :func:`analyze`)."""
@@ -562,6 +570,8 @@ def analyze(
     )
     if staged and not history.enough:
         notes.append(history.sentence())
+    if staged and not any(st.owners for st, _, _ in staged):
+        notes.append(NO_ATTRIBUTION)
     results: list[tuple[SliceResult, float]] = []
     for stats, verdict, seen in staged:
         held = is_held(stats, policy=policy)
