@@ -185,3 +185,9 @@ def test_missing_pod_attribution_is_said() -> None:
     assert any("pod attribution is missing" in n for n in data["notes"])
     held = _json("--source", str(SCRAPES[0]))  # migscope's own exposition names its pods
     assert not any("pod attribution is missing" in n for n in held["notes"])
+
+
+def test_a_window_shorter_than_the_minimum_says_to_lengthen_it() -> None:
+    data = _json("--simulate", "h200-node", "--window", "20h")
+    assert data["recommendations"] == []
+    assert any("use a longer --window" in n for n in data["notes"])

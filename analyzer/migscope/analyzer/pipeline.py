@@ -570,6 +570,11 @@ def analyze(
     )
     if staged and not history.enough:
         notes.append(history.sentence())
+        if window_hours < history.needed + 1:
+            notes.append(
+                f"the window ({window_hours:g} h) leaves no room for "
+                f"{history.needed:g} h of history: use a longer --window"
+            )
     if staged and not any(st.owners for st, _, _ in staged):
         notes.append(NO_ATTRIBUTION)
     results: list[tuple[SliceResult, float]] = []
