@@ -327,3 +327,21 @@ def test_readme_screenshots_are_made_by_the_script(tmp_path: Path) -> None:
             assert png[:8] == b"\x89PNG\r\n\x1a\n"
             assert len(png) > 50_000  # charts and text, not a blank page
         assert struct.unpack(">II", fresh[16:24]) == struct.unpack(">II", committed[16:24])
+
+
+def test_a_snapshot_says_so_at_the_top() -> None:
+    # Issue 10 item 1: one scrape is a snapshot; the page must not read like a plan.
+    scrape = (
+        Path(__file__).resolve().parents[1] / "fixtures" / "migscope" / "sim-h200-node-once.txt"
+    )
+    out = CliRunner().invoke(cli, ["analyze", "--source", str(scrape), "-o", "html"])
+    assert out.exit_code == 0, out.stderr
+    page = out.output
+    assert 'id="snapshot"' in page
+    assert "Snapshot: no change recommended." in page
+    assert page.index('id="snapshot"') < page.index('id="layouts"')
+
+
+def test_a_week_is_not_a_snapshot(report: dict[str, Any]) -> None:
+    assert report["evidence"]["enough_for_a_plan"] is True
+    assert 'id="snapshot"' not in render_html(report)

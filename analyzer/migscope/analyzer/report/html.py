@@ -187,6 +187,15 @@ def _summary(report: Mapping[str, Any]) -> str:
     out = ['<div class="cards" id="summary">']
     out += [f'<div class="card"><b>{_e(v)}</b>{_e(k)}</div>' for k, v in cards]
     out.append("</div>")
+    evidence = report.get("evidence")
+    if isinstance(evidence, Mapping) and evidence.get("enough_for_a_plan") is False:
+        out.append(
+            '<p class="snapshot" id="snapshot"><b>Snapshot: no change recommended.</b> '
+            f"{_e(_hours(evidence.get('history_hours')))} h of history, "
+            f"{_e(_hours(evidence.get('min_history_hours')))} h needed "
+            "(policy <code>evidence.min_history_hours</code>): the slices are classified, "
+            "the layouts stay as they are.</p>"
+        )
     by_status = summary.get("by_status")
     if isinstance(by_status, Mapping) and by_status:
         out.append(
