@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from migscope.analyzer.dialect import indexes, iter_slice_series, keeps
 from migscope.analyzer.model import SliceInfo, SliceKey
@@ -32,6 +31,7 @@ from migscope.analyzer.openmetrics import read_exposition
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, TimeSeries
 from migscope.sim import Simulation, resolve_scenario
 from migscope.sim.gpu import MIG_RESERVED_BYTES, SimInstance
+from migscope.sim.scenario import read_scenario_yaml
 
 __all__ = [
     "DEFAULT_WINDOW_SECONDS",
@@ -70,7 +70,7 @@ def load_fleet(
         return Simulation.from_scenario(paths[0], seed=seed)
     merged: dict[str, Any] = {}
     for path in paths:
-        tree = yaml.safe_load(Path(path).read_text("utf-8"))
+        tree, _ = read_scenario_yaml(path)
         if not isinstance(tree, dict):
             raise ValueError(f"{path}: not a scenario mapping")
         if not merged:

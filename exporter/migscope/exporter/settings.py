@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from migscope.core.yaml_messages import YamlProblem, load_strict
 
 __all__ = ["ExporterSettings", "SettingsError", "load_settings"]
 
@@ -81,14 +82,13 @@ class ExporterSettings(BaseModel):
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # The one strict loader: size, depth and alias limits, and no silent duplicate keys.
+        data = load_strict(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SettingsError(f"config {path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise SettingsError(f"config {path}{where}: {problem}") from None
+    except YamlProblem as exc:
+        where = f":{exc.line}" if exc.line is not None else ""
+        raise SettingsError(f"config {path}{where}: {exc.problem}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -8,9 +8,10 @@ key that YAML silently drops) is reported with its line number, and every ``mig-
 layout is checked for placement validity on each catalogued GPU model it can reach.
 
 The schema follows mig-parted's ``api/spec/v1`` (see ``reference/mig-manager.md`` §1). The
-YAML is composed into a node tree first (``yaml.compose``) rather than loaded, because the
-node tree keeps line marks, shows duplicate keys, and lets config names and profile names stay
-the text the user wrote even where YAML 1.1 would read ``on`` as a boolean.
+YAML is composed into a node tree first (``compose_node``, with its size, depth and alias
+limits) rather than loaded, because the node tree keeps line marks, shows duplicate keys, and
+lets config names and profile names stay the text the user wrote even where YAML 1.1 would
+read ``on`` as a boolean.
 
 This module is pure: it takes and returns text and data, never files.
 """
@@ -49,9 +50,12 @@ from migscope.core.catalogue import (
 from migscope.core.layout import Layout, is_valid
 from migscope.core.yaml_messages import (
     Loc,
+    YamlProblem,
+    compose_node,
     describe_location,
     describe_value,
     line_for,
+    yaml_problem,
     yaml_quote,
 )
 
@@ -302,9 +306,9 @@ def parse_config(text: str) -> MigPartedConfig:
             a string, or any schema violation; ``line`` names where.
     """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        raise _yaml_error(exc, text) from None
+        root = compose_node(text)
+    except YamlProblem as exc:
+        raise ConfigError(exc.message, line=exc.line) from None
     if root is None:
         raise ConfigError("empty document (expected version: v1 and mig-configs)", line=1)
     builder = _Builder()
@@ -327,21 +331,8 @@ def parse_config(text: str) -> MigPartedConfig:
 
 def _yaml_error(exc: yaml.YAMLError, text: str) -> ConfigError:
     """One-line message and line number for PyYAML's multi-line error text."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        what = exc.problem or exc.context or "invalid YAML"
-        context = ""
-        if exc.context and exc.problem:
-            at = f" at line {exc.context_mark.line + 1}" if exc.context_mark else ""
-            context = f" ({exc.context}{at})"
-        line = mark.line + 1 if mark is not None else None
-        return ConfigError(f"YAML syntax error: {what}{context}", line=line)
-    if isinstance(exc, yaml.reader.ReaderError):
-        line = text.count("\n", 0, exc.position) + 1
-        return ConfigError(
-            f"YAML syntax error: {exc.reason} (character {exc.character!r})", line=line
-        )
-    return ConfigError(f"YAML syntax error: {exc}")  # pragma: no cover - PyYAML marks its errors
+    problem = yaml_problem(exc, text)
+    return ConfigError(problem.message, line=problem.line)
 
 
 class _Builder:
@@ -508,7 +499,10 @@ def _key_text(name: str) -> str:
     """A config name, plain where every YAML 1.1 reader takes it as that string."""
     if _PLAIN_NAME.fullmatch(name) is None or name.lower() in _YAML11_WORDS:
         return yaml_quote(name)
-    node = yaml.compose(name, Loader=yaml.SafeLoader)
+    try:
+        node = compose_node(name)
+    except YamlProblem:  # pragma: no cover - a plain name is a scalar
+        return yaml_quote(name)
     return name if node is not None and node.tag == _STR_TAG else yaml_quote(name)
 
 

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from migscope.core.yaml_messages import YamlProblem, compose_node, construct_strict
 from migscope.sim.errors import error_code
 from migscope.sim.units import parse_bytes, parse_duration
 from migscope.sim.workloads import ActivityMix, Size
@@ -54,6 +55,7 @@ __all__ = [
     "WorkloadSpec",
     "load_scenario",
     "parse_scenario",
+    "read_scenario_yaml",
 ]
 
 
@@ -478,16 +480,32 @@ def load_scenario(source: str | Path | Mapping[str, Any]) -> tuple[Scenario, yam
     if isinstance(source, Mapping):
         return parse_scenario(source), None
     path = Path(source)
+    data, tree = read_scenario_yaml(path)
+    return parse_scenario(data or {}, source=str(path), tree=tree), tree
+
+
+def read_scenario_yaml(path: str | Path) -> tuple[Any, yaml.Node | None]:
+    """A scenario file's data (as ``yaml.safe_load`` reads it) and its YAML node tree.
+
+    Read through the one strict loader (:func:`migscope.core.yaml_messages.compose_node`):
+    its size, depth and alias limits apply, and duplicate keys are refused.
+
+    Raises:
+        ScenarioError: unreadable file, YAML syntax, a YAML limit passed or a duplicate key.
+    """
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScenarioError("", f"cannot read: {exc.strerror or exc}", source=str(path)) from None
     try:
-        tree = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError("", f"invalid YAML: {problem}", line=line, source=str(path)) from None
-    return parse_scenario(data or {}, source=str(path), tree=tree), tree
+        tree = compose_node(text)
+        # Building flattens merge keys in place: build from a second tree, keep the first
+        # as written for line numbers.
+        built = compose_node(text)
+        data = None if built is None else construct_strict(built, text)
+    except YamlProblem as exc:
+        raise ScenarioError(
+            "", f"invalid YAML: {exc.problem}", line=exc.line, source=str(path)
+        ) from None
+    return data, tree

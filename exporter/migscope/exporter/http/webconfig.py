@@ -33,9 +33,8 @@ import ssl
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -50,7 +49,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
-from yaml.constructor import ConstructorError
+
+from migscope.core.yaml_messages import YamlProblem, load_strict
 
 __all__ = [
     "ALLOWED_HEADERS",
@@ -395,35 +395,6 @@ def _ssl_reason(exc: BaseException) -> str:
     return " ".join(re.sub(r"\s*\(_ssl\.c:\d+\)", "", str(exc)).split())
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses duplicate keys; plain YAML keeps the last one silently.
-
-    A duplicated user in ``basic_auth_users`` would otherwise drop a password the operator
-    believes is valid, and a duplicated ``tls_server_config`` half of a TLS setup.
-    """
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.Node) -> dict[Any, Any]:
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-                seen.add(key)
-            except TypeError:
-                continue  # unhashable key: the schema reports it
-            if duplicate:
-                raise ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-    return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-
-
-_UniqueKeyLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
-)
-
-
 def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
     """Read, validate and prove a web-config file; raise :class:`WebConfigError` if unusable.
 
@@ -447,9 +418,11 @@ def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise WebConfigError(f"cannot read: {reason}", path=source, key=None) from exc
     try:
-        # A SafeLoader subclass: no arbitrary objects.
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
+        # The one strict loader: safe tags only, size, depth and alias limits, and duplicate
+        # keys refused (a duplicated user would silently drop a password the operator
+        # believes is valid, a duplicated tls_server_config half of a TLS setup).
+        data = load_strict(text)
+    except YamlProblem as exc:
         raise WebConfigError(_yaml_reason(exc), path=source, key=None) from exc
     if data is None:
         data = {}
@@ -484,12 +457,10 @@ def _reject_unsupported(data: Mapping[object, object], *, source: str) -> None:
             raise WebConfigError(reason, path=source, key=".".join(keys))
 
 
-def _yaml_reason(exc: yaml.YAMLError) -> str:
-    """One line with the line number for a YAML syntax or duplicate-key error."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    where = f"line {mark.line + 1}: " if mark is not None else ""
-    return f"{where}invalid YAML: {' '.join(str(problem).split())}"
+def _yaml_reason(exc: YamlProblem) -> str:
+    """One line with the line number for a YAML syntax, limit or duplicate-key error."""
+    where = f"line {exc.line}: " if exc.line is not None else ""
+    return f"{where}invalid YAML: {' '.join(exc.problem.split())}"
 
 
 _KIND = {
