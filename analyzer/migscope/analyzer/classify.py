@@ -269,10 +269,8 @@ class _Verdict:
         self.candidates: list[_Fit] = []
         coverage_factor = min(1.0, stats.coverage / policy.confidence.full_coverage)
         self.factors["coverage"] = round(coverage_factor, 6)
-        # Coverage is a share of the window; three minutes fully covered are still three
-        # minutes. Below the minimum history confidence falls in proportion to what is there.
-        need = policy.evidence.min_history_hours
-        have = max(0.0, min(1.0, stats.coverage)) * (stats.window_end - stats.window_start) / 3600
+        # Below the minimum history confidence falls in proportion to what is there.
+        need, have = policy.evidence.min_history_hours, stats.observed_hours
         if need > 0 and have < need:
             self.factors["history"] = round(have / need, 6)
 

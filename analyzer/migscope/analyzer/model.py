@@ -212,6 +212,15 @@ class SliceStats:
         return self.info.key
 
     @property
+    def observed_hours(self) -> float:
+        """Hours of history behind the statistics: coverage x window length.
+
+        Coverage is a share of the window, so three minutes fully covered are still three
+        minutes; the minimum history a plan needs is measured in these hours.
+        """
+        return max(0.0, min(1.0, self.coverage)) * (self.window_end - self.window_start) / 3600
+
+    @property
     def activity_known(self) -> bool:
         """Whether any activity sample was seen (False on Ampere without DCGM)."""
         return self.activity_p95 is not None

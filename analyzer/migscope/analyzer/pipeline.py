@@ -52,7 +52,7 @@ from migscope.analyzer.plan import (
     plan_layouts,
 )
 from migscope.analyzer.policy import Policy, default_policy
-from migscope.analyzer.safety import History, observed_hours, pin_reason
+from migscope.analyzer.safety import History, pin_reason
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
 from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
@@ -565,7 +565,7 @@ def analyze(
 
     window_hours = (end - start) / 3600.0
     history = History(
-        max((observed_hours(st, window_hours) for st, _, _ in staged), default=0.0),
+        max((st.observed_hours for st, _, _ in staged), default=0.0),
         policy.evidence.min_history_hours,
     )
     if staged and not history.enough:
@@ -588,7 +588,7 @@ def analyze(
             in_use = False
         if keep_mis_sized and in_use:
             right = stats.info.profile
-        pin = pin_reason(stats, verdict, held=held, window_hours=window_hours, policy=policy)
+        pin = pin_reason(stats, verdict, policy=policy)
         results.append((SliceResult(stats, verdict, True, held, in_use, right, pin), seen))
 
     pools: dict[str, list[tuple[SliceResult, float]]] = defaultdict(list)

@@ -24,37 +24,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from migscope.analyzer.classify import Classification, Status
+from migscope.analyzer.demand import BUSY_STATUSES, is_held
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.policy import Policy
 
-__all__ = ["BUSY", "History", "observed_hours", "pin_reason"]
-
-BUSY = frozenset({Status.HEALTHY, Status.SATURATED, Status.OVERSIZED})
-"""Verdicts of slices doing work."""
+__all__ = ["History", "pin_reason"]
 
 
-def observed_hours(stats: SliceStats, window_hours: float) -> float:
-    """Hours of the window the slice has samples for (coverage x window)."""
-    return max(0.0, min(1.0, stats.coverage)) * window_hours
-
-
-def pin_reason(
-    stats: SliceStats,
-    verdict: Classification,
-    *,
-    held: bool,
-    window_hours: float,
-    policy: Policy,
-) -> str | None:
+def pin_reason(stats: SliceStats, verdict: Classification, *, policy: Policy) -> str | None:
     """Why this slice must keep its GPU as it is, or None when the plan may change the GPU."""
     status = verdict.status
     if status is Status.UNKNOWN:
         return "verdict unknown"
-    need = policy.evidence.min_history_hours
-    have = observed_hours(stats, window_hours)
+    need, have = policy.evidence.min_history_hours, stats.observed_hours
     if have < need:
         return f"{_hours(have)} of history, {_hours(need)} needed"
-    if status in BUSY and (not held or stats.main_owner is None):
+    if status in BUSY_STATUSES and (not is_held(stats, policy=policy) or stats.main_owner is None):
         return f"{status.value} and no pod known to hold it"
     if status is Status.IDLE and stats.activity_p95 is None:
         return "idle on memory alone (activity unknown)"
