@@ -73,6 +73,7 @@ __all__ = [
     "PoolResult",
     "SliceResult",
     "analyze",
+    "iso_utc",
 ]
 
 SCHEMA_VERSION = 1
@@ -300,8 +301,8 @@ class AnalysisResult:
         return {
             "schema_version": SCHEMA_VERSION,
             "window": {
-                "start": _iso(self.window_start),
-                "end": _iso(self.window_end),
+                "start": iso_utc(self.window_start),
+                "end": iso_utc(self.window_end),
                 "start_unix": self.window_start,
                 "end_unix": self.window_end,
                 "hours": round(self.window_hours, 4),
@@ -367,7 +368,8 @@ class AnalysisResult:
         }
 
 
-def _iso(seconds: float) -> str:
+def iso_utc(seconds: float) -> str:
+    """Unix seconds as the report writes times: ISO 8601 in UTC with a ``Z``."""
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")

@@ -25,7 +25,7 @@ from migscope.analyzer.dialect import NoMigSeriesError
 from migscope.analyzer.embedded import load_fleet, read_openmetrics, simulate_slices
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.openmetrics import ExpositionError
-from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze
+from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze, iso_utc
 from migscope.analyzer.policy import Policy, PolicyError, load_policy
 from migscope.analyzer.report import Format, render, write_reports
 from migscope.analyzer.sources.kube_pending import (
@@ -123,6 +123,9 @@ def run_analysis(
     pending, pending_notes = read_pending(pending_pods, kubeconfig, timeout_s)
     slices: Iterable[SliceSeries | SliceStats]
     source_notes: Sequence[str] = ()
+    origin_url: str | None = None
+    if simulate is not None and end is not None:
+        raise InvalidInput("--end goes with --source or --prometheus")
     try:
         with contextlib.ExitStack() as stack:
             if simulate is not None:
@@ -130,8 +133,6 @@ def run_analysis(
                 sim = load_fleet(names)
                 start = sim.clock.start
                 window = (start, start + window_s)
-                if end is not None:
-                    raise InvalidInput("--end goes with --source or --prometheus")
                 if say is not None:
                     say(f"simulating {', '.join(names)}: {window_s / 86400:g} days")
                 slices = simulate_slices(sim, window_s=window_s, step_s=step)
@@ -143,6 +144,7 @@ def run_analysis(
             else:
                 assert prometheus is not None
                 client = _client(prometheus, bearer_token_file, timeout_s)
+                origin_url = client.base_url.rstrip("/")
                 window = _window_ending(time.time() if end is None else end, window_s)
             if prometheus_embedded:
                 server = _local_prometheus(stack, slices, window_s, say)
@@ -166,12 +168,13 @@ def run_analysis(
                 what_if_config=what_if_config,
                 pending=pending,
             )
-            if prometheus is not None or prometheus_embedded:
+            remote = prometheus is not None or prometheus_embedded
+            if remote:
                 source_notes = run.notes  # complete once the run has been iterated
             extra = [*source_notes, *pending_notes]
             if extra:
                 result = dataclasses.replace(result, notes=(*result.notes, *extra))
-            if prometheus is not None or prometheus_embedded:
+            if remote:
                 result = _with_server_warnings(result, client.warnings)
     except (
         ExpositionError,
@@ -189,7 +192,7 @@ def run_analysis(
         raise InvalidInput(str(exc)) from None
     if not any(s.stats.samples for s in result.slices):
         raise InvalidInput(_nothing_in_window(window, end))
-    origin = provenance(source=source, simulate=simulate, prometheus=prometheus)
+    origin = provenance(source=source, simulate=simulate, prometheus=origin_url)
     return dataclasses.replace(result, provenance=origin)
 
 
@@ -200,7 +203,8 @@ def provenance(
 
     Why: a plan is only as good as its data. The applier refuses plans from simulated data
     (they must never reach a cluster) and plans older than its limit, and a reader of an old
-    report can tell what it rests on. A URL's credentials, if any, are not recorded.
+    report can tell what it rests on. ``prometheus`` is the client's base URL, which has
+    its credentials removed.
     """
     now = time.time()
     origin: dict[str, object]
@@ -210,37 +214,18 @@ def provenance(
     elif source is not None:
         origin = {"kind": "file", "path": source}
     else:
-        origin = {"kind": "prometheus", "url": _without_credentials(prometheus or "")}
+        origin = {"kind": "prometheus", "url": prometheus or ""}
     return {
         "source": origin,
         "simulated": simulate is not None,
-        "created": _iso(now),
+        "created": iso_utc(now),
         "created_unix": round(now, 3),
     }
 
 
-def _without_credentials(url: str) -> str:
-    """``url`` without a ``user:password@`` part."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=host))
-
-
-def _iso(seconds: float) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
-
-
 def _nothing_in_window(window: tuple[float, float], end: float | None) -> str:
     """Why there is nothing to report, and what to try (not "no MIG series" when it is time)."""
-    span = f"{_iso(window[0])} .. {_iso(window[1])}"
+    span = f"{iso_utc(window[0])} .. {iso_utc(window[1])}"
     if end is not None:
         return f"no MIG samples in the window {span}: is --end right?"
     return (
