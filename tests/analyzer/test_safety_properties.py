@@ -25,28 +25,16 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.planted_slices import PINNING, ROLES, WEEK, planted_week
 
 from migscope.analyzer.classify import Status
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
+from migscope.analyzer.model import SliceStats
 from migscope.analyzer.pipeline import AnalysisResult, analyze
 from migscope.core.catalogue import GpuModel, find_model
 from migscope.core.disruption import violations
 from migscope.core.layout import is_valid, valid_layouts
 
-WEEK = 7 * 86400.0
-GIB = float(1 << 30)
 MODELS = [find_model("H200-141GB"), find_model("H100-80GB"), find_model("A30-24GB")]
-
-ROLES = (
-    "idle",  # held, 0 % compute, holds memory: idle (memory held is not use)
-    "busy",  # held and computing
-    "busy_nopod",  # computing, no pod known: demand, pins its GPU
-    "unallocated",  # no pod, nothing in memory
-    "unknown",  # no samples
-    "low_history",  # 2 hours of samples in a week: below the 24 h minimum
-    "idle_memory_only",  # no activity series, quiet memory: idle, but compute never seen
-)
-PINNING = frozenset({"busy_nopod", "unknown", "low_history", "idle_memory_only"})
 
 
 @dataclass(frozen=True)
@@ -61,56 +49,9 @@ class Planted:
 def _stats(
     model: GpuModel, node: str, gpu: int, gi: int, profile: str, start: int, role: str
 ) -> Planted:
-    """Statistics that make a slice play ``role`` (numbers far from every threshold)."""
-    total = float(model.profile(profile).memory_mib) * (1 << 20)
-    info = SliceInfo(
-        SliceKey(node, gpu, f"GPU-{node}-{gpu}", gi),
-        model.key,
-        profile,
-        mig_uuid=f"MIG-{node}-{gpu}-{gi}",
-        placement_start=start,
-    )
-    pod = f"{node}-g{gpu}-gi{gi}"
-    expected = 10080
-    samples, coverage = expected, 1.0
-    act: float | None = 0.0
-    mem = 0.0
-    held = 1.0
-    if role == "idle":
-        mem = 0.6 * total
-    elif role == "busy":
-        act, mem = 0.6, 0.6 * total
-    elif role == "busy_nopod":
-        act, mem, held = 0.6, 0.6 * total, 0.0
-    elif role == "unallocated":
-        held = 0.0
-    elif role == "unknown":
-        samples, coverage, act = 0, 0.0, None
-        mem_known = False
-    elif role == "low_history":
-        samples, coverage = 120, 120 / expected
-    elif role == "idle_memory_only":
-        act, mem = None, 0.01 * total
-    mem_known = role != "unknown"
-    owners = (Owner("team", pod, held),) if held else ()
-    stats = SliceStats(
-        info=info,
-        window_start=0.0,
-        window_end=WEEK,
-        samples=samples,
-        expected_samples=expected,
-        coverage=coverage,
-        activity_p50=act,
-        activity_p95=act,
-        activity_max=act,
-        memory_peak_bytes=mem if mem_known else None,
-        memory_p95_bytes=mem if mem_known else None,
-        memory_total_bytes=total,
-        allocated_fraction=held,
-        owners=owners,
-        energy_joules=None,
-    )
-    return Planted(stats, role, pod if held else None)
+    """A slice playing ``role`` (:func:`support.planted_slices.planted_week`)."""
+    stats, pod = planted_week(model, node, gpu, gi, profile, start, role)
+    return Planted(stats, role, pod)
 
 
 @st.composite

@@ -23,9 +23,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.planted_slices import ROLES, WEEK, planted_week
 
 from applier.cluster import BALANCED, Cluster, provenance, running_cluster
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
+from migscope.analyzer.model import SliceStats
 from migscope.analyzer.pipeline import analyze
 from migscope.applier.plan import NO_EVIDENCE, PlanError, load_plan, plan_from_report
 from migscope.core.catalogue import find_model
@@ -34,44 +35,11 @@ from migscope.core.layout import is_valid
 from migscope.core.migparted import MigPartedConfig, emit_config
 
 H200 = find_model("H200-141GB")
-WEEK = 7 * 86400.0
-ROLES = ("idle", "busy", "busy_nopod", "unallocated", "unknown", "low_history")
 
 
 def _slice(node: str, gpu: int, gi: int, profile: str, start: int, role: str) -> SliceStats:
     """A slice of the test cluster's balanced H200s playing ``role`` for a week."""
-    total = float(H200.profile(profile).memory_mib) * (1 << 20)
-    act: float | None = {"busy": 0.6, "busy_nopod": 0.6}.get(role, 0.0)
-    mem: float | None = 0.5 * total if role in ("idle", "busy", "busy_nopod") else 0.0
-    held = 0.0 if role in ("busy_nopod", "unallocated") else 1.0
-    samples, coverage = 10080, 1.0
-    if role == "unknown":
-        samples, coverage, act, mem = 0, 0.0, None, None
-    elif role == "low_history":
-        samples, coverage = 60, 60 / 10080
-    return SliceStats(
-        info=SliceInfo(
-            SliceKey(node, gpu, f"GPU-{node}-{gpu}", gi),
-            H200.key,
-            profile,
-            mig_uuid=f"MIG-{node}-{gpu}-{gi}",
-            placement_start=start,
-        ),
-        window_start=0.0,
-        window_end=WEEK,
-        samples=samples,
-        expected_samples=10080,
-        coverage=coverage,
-        activity_p50=act,
-        activity_p95=act,
-        activity_max=act,
-        memory_peak_bytes=mem,
-        memory_p95_bytes=mem,
-        memory_total_bytes=total,
-        allocated_fraction=held,
-        owners=(Owner("team", f"{node}-{gpu}-{gi}", held),) if held else (),
-        energy_joules=None,
-    )
+    return planted_week(H200, node, gpu, gi, profile, start, role)[0]
 
 
 PLACED = is_valid(H200, BALANCED).placements
