@@ -84,6 +84,7 @@ __all__ = [
     "MIGSCOPE_METRICS",
     "Dialect",
     "NoMigSeriesError",
+    "SliceId",
     "SliceReader",
     "catalogue_model",
     "closest_names",
@@ -94,6 +95,7 @@ __all__ = [
     "indexes",
     "iter_slice_series",
     "keeps",
+    "migscope_slice_info",
     "node_of",
     "pod_of",
     "presence_family",
@@ -429,12 +431,26 @@ def _holders(
     return {owner: np.unique(np.concatenate(arrays)) for owner, arrays in stamps.items()}
 
 
-_SliceId: TypeAlias = tuple[SliceKey, str]
+SliceId: TypeAlias = tuple[SliceKey, str]
 """A slice as the readers group it: its key and what tells two instances of it apart.
 
 The second part is the MIG UUID (migscope; "" when the series do not carry one) or the
-profile (dcgm-exporter). :class:`SliceKey` itself stays what the report shows.
+profile (dcgm-exporter). :class:`SliceKey` itself stays what the report shows. The file
+reader here and the Prometheus source group the same way.
 """
+
+
+def migscope_slice_info(
+    ident: SliceId, labels: Mapping[str, str], model: GpuModel | None
+) -> SliceInfo:
+    """What a ``migscope_mig_info`` label set says a slice is (both sources read it so)."""
+    return SliceInfo(
+        key=ident[0],
+        model=model.key if model is not None else None,
+        profile=labels.get("profile", ""),
+        mig_uuid=ident[1] or labels.get("mig_uuid") or None,
+        placement_start=_int(labels.get("placement_start")),
+    )
 
 
 def _first_seen(items: Iterable[Series]) -> float:
@@ -457,7 +473,7 @@ def _families(series: SeriesSet, family: str) -> list[Series]:
 # migscope
 
 
-def _migscope_key(labels: Mapping[str, str], default_node: str) -> _SliceId | None:
+def _migscope_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
     gpu = _int(labels.get("gpu"))
     gi = _int(labels.get("gpu_instance_id"))
     uuid = labels.get("gpu_uuid", "")
@@ -467,8 +483,8 @@ def _migscope_key(labels: Mapping[str, str], default_node: str) -> _SliceId | No
     return key, labels.get("mig_uuid", "")
 
 
-def _by_key(items: Iterable[Series], default_node: str) -> dict[_SliceId, list[Series]]:
-    grouped: dict[_SliceId, list[Series]] = defaultdict(list)
+def _by_key(items: Iterable[Series], default_node: str) -> dict[SliceId, list[Series]]:
+    grouped: dict[SliceId, list[Series]] = defaultdict(list)
     for s in items:
         key = _migscope_key(s.labels, default_node)
         if key is not None:
@@ -505,13 +521,7 @@ def _migscope_slices(
             measured_total = TimeSeries.concat(s.samples for s in total.get(ident, ()))
             memory_total = measured_total.last_value() if measured_total is not None else None
             yield SliceSeries(
-                info=SliceInfo(
-                    key=key,
-                    model=model.key if model is not None else None,
-                    profile=profile,
-                    mig_uuid=ident[1] or labels.get("mig_uuid") or None,
-                    placement_start=_int(labels.get("placement_start")),
-                ),
+                info=migscope_slice_info(ident, labels, model),
                 activity=TimeSeries.concat(s.samples for s in activity.get(ident, ())),
                 memory_used=TimeSeries.concat(s.samples for s in used.get(ident, ())),
                 memory_total_bytes=(
@@ -532,7 +542,7 @@ def _migscope_slices(
 # dcgm-exporter
 
 
-def _dcgm_key(labels: Mapping[str, str], default_node: str) -> _SliceId | None:
+def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
     """A dcgm-exporter series' slice, or None without a numeric ``gpu`` and ``GPU_I_ID``.
 
     The GPU UUID is ``UUID`` (``uuid`` with dcgm-exporter's ``-o``); a series whose UUID was
@@ -548,10 +558,10 @@ def _dcgm_key(labels: Mapping[str, str], default_node: str) -> _SliceId | None:
 
 
 def _dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSeries], list[str]]:
-    grouped: dict[str, dict[_SliceId, list[Series]]] = {}
+    grouped: dict[str, dict[SliceId, list[Series]]] = {}
     unusable: dict[str, int] = defaultdict(int)
     for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
-        by_key: dict[_SliceId, list[Series]] = defaultdict(list)
+        by_key: dict[SliceId, list[Series]] = defaultdict(list)
         for s in _families(series, name):
             key = _dcgm_key(s.labels, default_node)
             if key is not None:
@@ -562,7 +572,7 @@ def _dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSe
     measured = set(grouped[DCGM_ACTIVITY]) | set(grouped[DCGM_FB_USED]) | set(grouped[DCGM_FB_FREE])
 
     presence = presence_family(gi_families(series))
-    listed: dict[_SliceId, Mapping[str, str]] = {}
+    listed: dict[SliceId, Mapping[str, str]] = {}
     if presence is not None:
         label_sets = [
             labels
@@ -578,7 +588,7 @@ def _dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSe
             elif key not in measured:
                 listed.setdefault(key, labels)
 
-    def parts(key: _SliceId) -> list[Series]:
+    def parts(key: SliceId) -> list[Series]:
         return [
             s
             for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)

@@ -73,9 +73,11 @@ from migscope.analyzer.dialect import (
     MIG_POD_INFO,
     Dialect,
     NoMigSeriesError,
+    SliceId,
     catalogue_model,
     dcgm_family,
     explain_no_mig,
+    migscope_slice_info,
     pod_of,
     presence_family,
     profile_bytes,
@@ -119,9 +121,7 @@ _POD_LABELS = (
 _HOLDER_LABELS = ("exported_pod", "pod", "pod_name")
 _NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 
-_SliceId: TypeAlias = tuple[SliceKey, str]
-"""A slice: its key and what tells re-created instances apart (MIG UUID, or dcgm profile)."""
-_Values: TypeAlias = dict[_SliceId, float]
+_Values: TypeAlias = dict[SliceId, float]
 
 
 def snap_window(start: float, end: float, step: float) -> tuple[float, float]:
@@ -384,7 +384,7 @@ class _Queries:
         self.window = self.value_range
         self.migscope = run.dialect is Dialect.MIGSCOPE
         node = [run.node_label] if run.node_label is not None else []
-        # The last label tells re-created instances of one GI id apart (see _SliceId).
+        # The last label tells re-created instances of one GI id apart (see SliceId).
         if self.migscope:
             self.key_labels: tuple[str, ...] = (
                 "gpu",
@@ -418,7 +418,7 @@ class _Queries:
         self.run._account(result)
         return result
 
-    def key(self, labels: Mapping[str, str]) -> _SliceId | None:
+    def key(self, labels: Mapping[str, str]) -> SliceId | None:
         """The slice a result's labels name, as :mod:`~migscope.analyzer.dialect` groups it."""
         if self.migscope:
             gpu_text, gi_text = labels.get("gpu", ""), labels.get("gpu_instance_id", "")
@@ -579,7 +579,7 @@ class _Queries:
         n = self.buckets or 0
         return HourlyUse(self.period_ms / 1000.0, (None,) * n, (0.0,) * n)
 
-    def order(self, infos: Mapping[_SliceId, object], nodes: Sequence[str]) -> list[_SliceId]:
+    def order(self, infos: Mapping[SliceId, object], nodes: Sequence[str]) -> list[SliceId]:
         """The slices sorted by key, re-created instances of one key oldest first.
 
         Why: the embedded sources yield them so (by first sample). Only when a key has
@@ -595,7 +595,7 @@ class _Queries:
 
     def hourly(
         self, activity: Sequence[str], held: str, nodes: Sequence[str]
-    ) -> dict[_SliceId, HourlyUse]:
+    ) -> dict[SliceId, HourlyUse]:
         """Per-bucket activity and allocation: two range queries at ``period`` resolution.
 
         Evaluated at the end of each bucket: ``avg_over_time`` of the per-interval activity
@@ -609,10 +609,10 @@ class _Queries:
         end = self.run.window_end
         first = end - (n - 1) * period_ms / 1000.0
 
-        def ask(expr: str) -> dict[_SliceId, dict[int, float]]:
+        def ask(expr: str) -> dict[SliceId, dict[int, float]]:
             result = self.client.query_range(expr, start=first, end=end, step=period_ms / 1000.0)
             self.run._account(result)
-            out: dict[_SliceId, dict[int, float]] = {}
+            out: dict[SliceId, dict[int, float]] = {}
             for series in result:
                 key = self.key(series.labels)
                 if key is None:
@@ -639,10 +639,10 @@ class _Queries:
     def _increase(self) -> str:
         return "increase_prometheus" if self.run.semantics == "victoriametrics" else "increase"
 
-    def owners(self, held: str) -> dict[_SliceId, dict[tuple[str, str], float]]:
+    def owners(self, held: str) -> dict[SliceId, dict[tuple[str, str], float]]:
         """Step intervals held per slice and pod (labels as :func:`dialect.pod_of` reads them)."""
         by = "by (" + ", ".join((*self.key_labels, *_POD_LABELS)) + ")"
-        out: dict[_SliceId, dict[tuple[str, str], float]] = {}
+        out: dict[SliceId, dict[tuple[str, str], float]] = {}
         for sample in self.ask(self.intervals(held, by)):
             key = self.key(sample.labels)
             owner = pod_of(sample.labels)
@@ -653,7 +653,7 @@ class _Queries:
             per_key[owner] = max(per_key.get(owner, 0.0), sample.value)
         return out
 
-    def infos(self, nodes: Sequence[str]) -> dict[_SliceId, tuple[SliceInfo, float | None]]:
+    def infos(self, nodes: Sequence[str]) -> dict[SliceId, tuple[SliceInfo, float | None]]:
         """migscope: the slices that have ``migscope_mig_info`` in the window, with sizes."""
         models: dict[tuple[str, str], GpuModel | None] = {}
         for sample in self.ask(f"last_over_time({self.sel(GPU_INFO, nodes)}[{self.window}])"):
@@ -665,30 +665,20 @@ class _Queries:
         totals = self.values(
             f"max {self.by} (last_over_time({self.sel(MIG_MEMORY_TOTAL, nodes)}[{self.window}]))"
         )
-        out: dict[_SliceId, tuple[SliceInfo, float | None]] = {}
+        out: dict[SliceId, tuple[SliceInfo, float | None]] = {}
         infos = self.ask(f"last_over_time({self.sel(MIG_INFO, nodes)}[{self.window}])")
         for sample in sorted(infos, key=lambda s: sorted(s.labels.items())):
             ident = self.key(sample.labels)
             if ident is None:
                 continue
             key = ident[0]
-            labels = sample.labels
             model = models.get((key.node, key.gpu_uuid))
-            profile = labels.get("profile", "")
             total = totals.get(ident)
-            out[ident] = (
-                SliceInfo(
-                    key=key,
-                    model=model.key if model is not None else None,
-                    profile=profile,
-                    mig_uuid=ident[1] or labels.get("mig_uuid") or None,
-                    placement_start=_int(labels.get("placement_start")),
-                ),
-                total if total is not None else profile_bytes(model, profile),
-            )
+            info = migscope_slice_info(ident, sample.labels, model)
+            out[ident] = (info, total if total is not None else profile_bytes(model, info.profile))
         return out
 
-    def dcgm_infos(self, nodes: Sequence[str]) -> dict[_SliceId, tuple[SliceInfo, float | None]]:
+    def dcgm_infos(self, nodes: Sequence[str]) -> dict[SliceId, tuple[SliceInfo, float | None]]:
         """dcgm-exporter: the slices with activity, framebuffer or presence series in the window.
 
         Memory total is ``FB_USED + FB_FREE`` in the last step interval that has both (each
@@ -720,7 +710,7 @@ class _Queries:
             listed = sorted(
                 self.ask(f"count {by} ({present})"), key=lambda s: sorted(s.labels.items())
             )
-        out: dict[_SliceId, tuple[SliceInfo, float | None]] = {}
+        out: dict[SliceId, tuple[SliceInfo, float | None]] = {}
         only_listed = 0
         for presence_only, sample in [*((False, s) for s in found), *((True, s) for s in listed)]:
             ident = self.key(sample.labels)
@@ -745,10 +735,3 @@ class _Queries:
                 "reported unknown, their GPUs kept as they are"
             )
         return out
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return int(text) if text not in (None, "") else None
-    except ValueError:
-        return None
