@@ -457,21 +457,18 @@ def _gpu_states(
             try:
                 gi = model.profile(info.profile)
             except UnknownProfileError:
-                notes.append(
-                    f"{node}/{index}: profile {info.profile} not in the catalogue; node {node} "
-                    "is not planned"
+                gi, start = None, None
+            else:
+                start = info.placement_start
+                if start is None:
+                    start = _infer_start(model, info.profile, info.key.gpu_instance_id)
+            if gi is None or start is None or start not in gi.placements:
+                what = (
+                    f"profile {info.profile} not in the catalogue"
+                    if gi is None
+                    else f"GI {info.key.gpu_instance_id} ({info.profile}) has no known placement"
                 )
-                current.add(id(result))
-                unplanned.add(node)
-                continue
-            start = info.placement_start
-            if start is None:
-                start = _infer_start(model, info.profile, info.key.gpu_instance_id)
-            if start is None or start not in gi.placements:
-                notes.append(
-                    f"{node}/{index}: GI {info.key.gpu_instance_id} ({info.profile}) has no "
-                    f"known placement; node {node} is not planned"
-                )
+                notes.append(f"{node}/{index}: {what}; node {node} is not planned")
                 current.add(id(result))
                 unplanned.add(node)
                 continue
