@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Every distribution of the workspace, installed editable in one pip run so that the root's
+# `migscope-core==...` style requirements resolve to these folders (README: layout).
+DISTS := core sim kube exporter analyzer applier scheduler
 
 .PHONY: demo test lint typecheck layers unit system-deps clean
 
@@ -16,11 +19,12 @@ test: system-deps $(STAMP) lint typecheck layers unit
 system-deps:
 	@scripts/install-system-deps
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(DISTS:%=%/pyproject.toml)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 		{ echo "migscope needs Python >= 3.10 ($(PYTHON) is older)" >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[all,test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		$(DISTS:%=-e ./%) -e '.[all,test]'
 	@touch $@
 
 lint: $(STAMP)

@@ -10,11 +10,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = str(Path(sys.executable).with_name("lint-imports"))
+# Every distribution's source root (`<folder>/src`); "." is the root distribution (the CLI).
+DISTRIBUTIONS = ("core", "sim", "kube", "exporter", "analyzer", "applier", "scheduler", ".")
 
 
 def _lint(root: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(str(root / d) for d in ("src", "exporter", "analyzer"))
+    env["PYTHONPATH"] = os.pathsep.join(str(root / d / "src") for d in DISTRIBUTIONS)
     return subprocess.run(
         [LINT_IMPORTS, str(root / "pyproject.toml"), "--no-cache"],
         cwd=root,
@@ -33,9 +35,9 @@ def _copy_tree(tmp_path: Path) -> Path:
     (in code and in the contracts) makes the linter see the copy alone.
     """
     root = tmp_path / "repo"
-    for name in ("src", "exporter", "analyzer"):
-        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        (root / name / "migscope").rename(root / name / "layercheck")
+    for name in DISTRIBUTIONS:
+        source, copy = ROOT / name / "src" / "migscope", root / name / "src" / "layercheck"
+        shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__"))
     for path in root.rglob("*.py"):
         path.write_text(path.read_text().replace("migscope.", "layercheck."))
     config = (ROOT / "pyproject.toml").read_text()
@@ -51,7 +53,7 @@ def test_the_repository_keeps_its_layers(tmp_path: Path) -> None:
 
 def test_core_importing_the_exporter_is_caught(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
-    with (root / "src/layercheck/core/__init__.py").open("a") as f:
+    with (root / "core/src/layercheck/core/__init__.py").open("a") as f:
         f.write("\nimport layercheck.exporter  # noqa\n")
     result = _lint(root)
     assert result.returncode != 0
@@ -60,8 +62,27 @@ def test_core_importing_the_exporter_is_caught(tmp_path: Path) -> None:
 
 def test_exporter_importing_pandas_is_caught(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
-    with (root / "exporter/layercheck/exporter/__init__.py").open("a") as f:
+    with (root / "exporter/src/layercheck/exporter/__init__.py").open("a") as f:
         f.write("\nimport pandas  # noqa\n")
     result = _lint(root)
     assert result.returncode != 0
     assert "The exporter stays slim" in result.stdout
+
+
+def test_the_applier_importing_kubernetes_directly_is_caught(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    with (root / "applier/src/layercheck/applier/__init__.py").open("a") as f:
+        f.write("\nimport kubernetes  # noqa\n")
+    result = _lint(root)
+    assert result.returncode != 0
+    assert "Only layercheck.kube talks to Kubernetes" in result.stdout
+
+
+def test_the_analyzer_importing_the_applier_is_caught(tmp_path: Path) -> None:
+    """Siblings stay independent: a plan reaches the applier as a file, never as an import."""
+    root = _copy_tree(tmp_path)
+    with (root / "analyzer/src/layercheck/analyzer/__init__.py").open("a") as f:
+        f.write("\nimport layercheck.applier  # noqa\n")
+    result = _lint(root)
+    assert result.returncode != 0
+    assert "Distributions:" in result.stdout

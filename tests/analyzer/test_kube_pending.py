@@ -19,13 +19,12 @@ from click.testing import CliRunner
 from support.kubeapi import KubeApiServer, pod
 
 from migscope.analyzer.sources.kube_pending import (
-    KubeError,
-    api_client,
     list_pending_pods,
     pending_demand,
     pod_mig_requests,
 )
 from migscope.cli.main import cli
+from migscope.kube import Kube, KubeError, api_client
 
 TOKEN = "s3cret-token"
 
@@ -118,7 +117,7 @@ def test_lists_every_page_through_a_kubeconfig(api: KubeApiServer, tmp_path: Pat
         )
     api.create(pod("running", "team-0", node_name="n", requests={"nvidia.com/mig-7g.141gb": 1}))
     with api_client(_kubeconfig(tmp_path, api.url)) as client:
-        found = pending_demand(list_pending_pods(client))
+        found = pending_demand(list_pending_pods(Kube(client)))
     assert found.profiles == {"1g.18gb": 802, "3g.71gb": 401}
     assert len(found.pods) == 1203
     lists = [r for r in api.requests if r.method == "GET" and r.path == "/api/v1/pods"]
@@ -132,7 +131,7 @@ def test_wrong_token_is_one_line(api: KubeApiServer, tmp_path: Path) -> None:
         api_client(_kubeconfig(tmp_path, api.url, token="wrong")) as client,
         pytest.raises(KubeError, match="HTTP 401"),
     ):
-        list(list_pending_pods(client))
+        list(list_pending_pods(Kube(client)))
 
 
 def test_missing_kubeconfig_is_one_line(tmp_path: Path) -> None:

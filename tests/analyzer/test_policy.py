@@ -22,7 +22,7 @@ from migscope.analyzer.policy import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_FILE = ROOT / "analyzer" / "migscope" / "analyzer" / "policy-default.yaml"
+DEFAULT_FILE = ROOT / "analyzer" / "src" / "migscope" / "analyzer" / "policy-default.yaml"
 DOC = ROOT / "docs" / "classification.md"
 
 

@@ -19,7 +19,7 @@ from migscope.analyzer.plan import (
     GpuState,
     Instance,
     Plan,
-    PlanError,
+    PlanInputError,
     RequestCount,
     Target,
     Weights,
@@ -615,7 +615,7 @@ def test_bench_demand_mix_from_the_alibaba_trace() -> None:
 def test_bad_input_is_a_plan_error(
     gpus: list[GpuState], demand: dict[str, int], message: str
 ) -> None:
-    with pytest.raises(PlanError, match=message):
+    with pytest.raises(PlanInputError, match=message):
         plan_layouts(H200, gpus, demand)
 
 

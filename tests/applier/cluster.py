@@ -28,10 +28,10 @@ from support.kubeapi.mig_manager import USER_AGENT as MIG_MANAGER_AGENT
 
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
-from migscope.applier.kube import Kube
 from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange, Provenance
 from migscope.applier.settings import ApplySettings
 from migscope.core.migparted import parse_config
+from migscope.kube import Kube
 
 NAMESPACE = "gpu-operator"
 CONFIGMAP = "migscope-mig-parted-config"

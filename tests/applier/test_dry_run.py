@@ -21,9 +21,9 @@ from applier.cluster import CONFIGMAP, NAMESPACE, TARGET, Cluster, plan, running
 from applier.test_resume import Died, DyingKube, expire_lease, lease_holder, make_applier, settle
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
-from migscope.applier.kube import DryRunWrite, Kube
 from migscope.applier.settings import ApplySettings
 from migscope.applier.steps import STATE_ANNOTATION, NodeProgress, Step, read_progress
+from migscope.kube import DryRunWrite, Kube
 
 UNFINISHED_RUN = "0123456789ab"
 

@@ -39,9 +39,9 @@ from applier.test_resume import (
     settle,
 )
 from migscope.applier.applier import LeaseLost, RunReport
-from migscope.applier.kube import ApiError, Kube
 from migscope.applier.lease import LeaseHeld
 from migscope.applier.steps import read_progress
+from migscope.kube import ApiError, Kube
 
 NODE_PATH = r"^/api/v1/nodes/gpu-a$"
 NODES_PATH = r"^/api/v1/nodes$"

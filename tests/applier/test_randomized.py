@@ -55,13 +55,13 @@ from support.kubeapi.mig_manager import (
 from applier.cluster import CONFIGMAP, EXISTING, NAMESPACE, _Sink, cluster_policy, provenance
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
-from migscope.applier.kube import Kube
 from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
 from migscope.applier.settings import ApplySettings
 from migscope.applier.steps import advertised, pods_at_risk, read_progress
 from migscope.core.catalogue import model_for_pci
 from migscope.core.layout import valid_layouts
 from migscope.core.migparted import parse_config
+from migscope.kube import Kube
 
 SEED = 20261130
 ROUNDS = 40

@@ -39,12 +39,12 @@ from applier.cluster import (
 )
 from migscope.applier.applier import Applier, RunReport
 from migscope.applier.audit import Audit
-from migscope.applier.kube import ApiError, Kube
 from migscope.applier.lease import LeaseHeld
 from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
 from migscope.applier.settings import ApplySettings
 from migscope.applier.steps import CHANGES_ANNOTATION, read_progress
 from migscope.core.migparted import parse_config
+from migscope.kube import ApiError, Kube
 
 LEASE = "migscope-applier"
 READS = (

@@ -27,7 +27,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.schedule import (
+from migscope.cli.main import cli
+from migscope.scheduler.schedule import (
     JsonLog,
     Runner,
     ScheduleError,
@@ -36,7 +37,6 @@ from migscope.analyzer.schedule import (
     update_latest,
     zone,
 )
-from migscope.cli.main import cli
 
 MIGSCOPE = str(Path(sys.executable).with_name("migscope"))
 Event = dict[str, Any]

@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -45,9 +46,8 @@ def test_version_targets_and_entrypoints_match_the_project() -> None:
     stages = re.findall(r"^FROM \S+ AS (\w+)$", text, re.M)
     assert stages == ["build", "exporter", "analyzer"]  # the last stage is the default target
     entrypoints = re.findall(r"^ENTRYPOINT (\[.*\])$", text, re.M)
-    assert entrypoints == ['["migscope", "exporter"]', '["migscope"]']
-    from migscope.cli.main import _COMMANDS
-
-    assert "exporter" in _COMMANDS
+    assert entrypoints == ['["migscope-exporter"]', '["migscope"]']
+    scripts = {ep.name for ep in metadata.entry_points(group="console_scripts")}
+    assert {"migscope-exporter", "migscope"} <= scripts
     assert re.findall(r"^EXPOSE (\d+)$", text, re.M) == ["9400"]
     assert re.findall(r"^USER (\S+)$", text, re.M) == ["65532:65532", "65532:65532"]

@@ -662,7 +662,7 @@ def test_exporter_daemonset_defaults() -> None:
     ds = one(objs, "DaemonSet", "exporter")
     spec = pod_spec(ds)
     c = exporter_container(objs)
-    assert c["command"] == ["migscope", "exporter"]
+    assert c["command"] == ["migscope-exporter"]
     assert spec["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
         "tolerations"
@@ -1186,6 +1186,8 @@ def migscope_argv(container: dict[str, Any]) -> list[str]:
     command, args = container.get("command", []), container.get("args", [])
     if command[:1] == ["migscope"]:
         return [*command[1:], *args]
+    if command[:1] == ["migscope-exporter"]:  # the exporter image's command is `migscope exporter`
+        return ["exporter", *command[1:], *args]
     assert command[:2] == ["/bin/sh", "-c"], f"{container['name']}: not a migscope command"
     script = command[2]
     (rest,) = re.findall(r'^\s*migscope "\$@"(.*)$', script, re.M)

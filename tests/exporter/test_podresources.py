@@ -30,7 +30,7 @@ from migscope.exporter.podresources import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PKG = ROOT / "exporter" / "migscope" / "exporter" / "podresources"
+PKG = ROOT / "exporter" / "src" / "migscope" / "exporter" / "podresources"
 LOGGER = "migscope.exporter.podresources.client"
 WAIT = 15.0  # generous: only reached when something is broken
 SLOW_TIMEOUT = 0.5  # the List deadline in tests of a kubelet that does not answer

@@ -29,8 +29,6 @@ from migscope.analyzer.pipeline import AnalysisResult, Objective, analyze, iso_u
 from migscope.analyzer.policy import Policy, PolicyError, load_policy
 from migscope.analyzer.report import Format, render, write_reports
 from migscope.analyzer.sources.kube_pending import (
-    KubeError,
-    api_client,
     list_pending_pods,
     pending_demand,
 )
@@ -45,6 +43,7 @@ from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, SliceSeries
 from migscope.cli.errors import InvalidInput
 from migscope.core.migparted import ConfigError, MigPartedConfig, parse_config
 from migscope.core.named_layouts import UnknownConfigError
+from migscope.kube import Kube, KubeError, api_client
 from migscope.sim import ScenarioError
 
 __all__ = ["analyze_command", "parse_window", "progress_reporter", "run_analysis", "summary_lines"]
@@ -279,7 +278,7 @@ def read_pending(
     try:
         api = api_client(kubeconfig)
         with api:
-            found = pending_demand(list_pending_pods(api, timeout_s=timeout_s))
+            found = pending_demand(list_pending_pods(Kube(api, timeout_s=timeout_s)))
     except KubeError as exc:
         if mode == "on" or kubeconfig is not None:
             raise InvalidInput(f"pending pods: {exc}") from None

@@ -46,11 +46,11 @@ def parse_max_plan_age(text: str) -> float | None:
     Raises:
         InvalidInput: not a duration (90m, 24h, 7d, 1d12h).
     """
-    from migscope.sim.units import parse_duration
+    from migscope.core.durations import parse_duration
 
     value = text.strip()
     try:
-        seconds = 0.0 if value == "0" else parse_duration(value)
+        seconds = 0.0 if value == "0" else parse_duration(value, unit_required=True)
     except ValueError:
         raise InvalidInput(
             f"bad --max-plan-age {text!r}: expected a duration such as 90m, 24h or 7d (0: no limit)"
@@ -87,12 +87,11 @@ def run_apply(
         InvalidInput: a bad window, a plan ``--apply`` refuses (before the cluster is
             contacted), the API unreachable, another applier active.
     """
-    from migscope.analyzer.sources.kube_pending import KubeError, api_client
     from migscope.applier.applier import Applier, LeaseLost
-    from migscope.applier.kube import ApiError, Kube
     from migscope.applier.lease import LeaseHeld
     from migscope.applier.plan import PlanRefused
     from migscope.applier.settings import ApplySettings, parse_window_spec
+    from migscope.kube import ApiError, Kube, KubeError, api_client
 
     try:
         parsed = tuple(parse_window_spec(w) for w in windows)

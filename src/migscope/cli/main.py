@@ -1,9 +1,10 @@
 """The ``migscope`` command: one entry point, one subcommand per job.
 
-Errors a user can fix (bad input, unknown GPU model, invalid config) are raised as
-:class:`click.ClickException` subclasses and print as one line on stderr, exit code 1; usage
-errors (unknown option, missing argument) are click's and exit with 2. No traceback reaches
-the user unless ``MIGSCOPE_DEBUG=1`` is set.
+Errors a user can fix (bad input, unknown GPU model, invalid config, a Prometheus that does
+not answer) are :class:`~migscope.core.errors.UserError` and print as one line on stderr,
+``migscope: error: ...``, exit code 1 (``MIGSCOPE_DEBUG=1`` shows the chained causes); usage
+errors (unknown option, missing argument) are click's and exit with 2. Anything else is a bug
+and keeps its traceback, so that it can be reported.
 """
 
 from __future__ import annotations
@@ -11,21 +12,23 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import sys
 
 import click
 
+from migscope.cli.errors import InvalidInput
+from migscope.core.errors import UserError, one_line
+
 __all__ = ["cli", "main"]
 
-# name -> (module, attribute, extra that provides its dependencies). Commands are imported
-# when used: an exporter image installs migscope[exporter] only, and `migscope exporter`
-# must neither need nor load the analyzer's numpy/HiGHS/httpx (nor pay their memory).
+# name -> (module, attribute, extra that provides its distribution). Commands are imported
+# when used: each lives with (or next to) the distribution that does the work, and
+# `migscope exporter` must neither need nor load the analyzer's numpy/HiGHS/httpx.
 _COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "analyze": ("migscope.cli.analyze_cmd", "analyze_command", "analyzer"),
     "apply": ("migscope.cli.apply_cmd", "apply_command", "analyzer"),
     "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
     "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
-    "exporter": ("migscope.cli.exporter_cmd", "exporter", "exporter"),
+    "exporter": ("migscope.exporter.cli", "exporter", "exporter"),
     "schedule": ("migscope.cli.schedule_cmd", "schedule_command", "analyzer"),
     "validate-config": ("migscope.cli.config_cmd", "validate_config", None),
 }
@@ -49,6 +52,15 @@ class _LazyGroup(click.Group):
         if not isinstance(command, click.Command):  # pragma: no cover - a wiring mistake
             raise TypeError(f"{module}.{attr} is not a click command")
         return command
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the subcommand; a :class:`UserError` from anywhere below becomes one line."""
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            if os.environ.get("MIGSCOPE_DEBUG"):
+                raise
+            raise InvalidInput(one_line(exc)) from exc
 
 
 def _unavailable(name: str, extra: str | None, exc: ImportError) -> click.Command:
@@ -80,11 +92,5 @@ def cli(verbose: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; turn unexpected exceptions into one line unless debugging."""
-    try:
-        cli.main(args=argv, prog_name="migscope", standalone_mode=True)
-    except Exception as exc:  # pragma: no cover - last-resort guard, exercised by hand
-        if os.environ.get("MIGSCOPE_DEBUG"):
-            raise
-        click.echo(f"migscope: internal error: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(1)
+    """Run the CLI: a :class:`UserError` is one line and exit 1; a bug keeps its traceback."""
+    cli.main(args=argv, prog_name="migscope", standalone_mode=True)

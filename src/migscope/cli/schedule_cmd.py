@@ -1,6 +1,6 @@
 """``migscope schedule``: run reports and applies on cron schedules from one config file.
 
-The logic lives in :mod:`migscope.analyzer.schedule`; this module reads the options, turns a
+The logic lives in :mod:`migscope.scheduler.schedule`; this module reads the options, turns a
 bad file into one line on stderr (exit 1) and maps a run to the exit status. The scheduler's
 own output is JSON lines on stderr; ``--check`` prints a table on stdout.
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import click
 
-from migscope.analyzer.schedule import (
+from migscope.cli.errors import InvalidInput
+from migscope.scheduler.schedule import (
     DEFAULT_SHUTDOWN_GRACE_SECONDS,
     JsonLog,
     ScheduleConfig,
@@ -19,7 +20,6 @@ from migscope.analyzer.schedule import (
     run_once,
     serve,
 )
-from migscope.cli.errors import InvalidInput
 
 __all__ = ["check_lines", "schedule_command"]
 

@@ -1,0 +1,25 @@
+"""The JSON report: the analysis as ``report.json``, checked against the contract it promises.
+
+The contract itself (models, ``schema_version``, JSON Schema) is :mod:`migscope.core.spec.v1`,
+shared with the applier and the HTML/Markdown renderers; this module only produces it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from migscope.analyzer.pipeline import AnalysisResult
+from migscope.core.spec.v1 import ReportV1, json_schema, validate_report
+
+__all__ = ["ReportV1", "json_schema", "render_json", "validate_report"]
+
+
+def render_json(result: AnalysisResult) -> str:
+    """The report as indented JSON text, validated against schema 1 before it is written.
+
+    Why validate here: a report that breaks the contract must fail in the analyzer, where
+    the bug is, not in the applier or a team's script days later.
+    """
+    data = result.to_json()
+    validate_report(data)
+    return json.dumps(data, indent=2, allow_nan=False) + "\n"

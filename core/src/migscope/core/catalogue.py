@@ -1,0 +1,346 @@
+"""The MIG catalogue: which GPU models exist, and which GPU-instance profiles each one offers.
+
+Everything the analyzer recommends and the applier writes must be a layout the hardware can
+actually build, so the catalogue is the single source of truth for profile names, slice
+counts, memory sizes and — most importantly — *placements*: the start positions a profile may
+take in the GPU's row of memory slices. NVML reports the same facts at run time; the catalogue
+exists so that planning works offline (no GPU on the analyzer's machine) and is tested against
+real ``nvidia-smi mig -lgip``/``-lgipp`` output (``tests/core/test_catalogue_real_hardware.py``).
+
+GPU models are matched by PCI device ID first and by name second, because NVML names vary by
+driver ("A100-SXM4-40GB" on R450, "NVIDIA A100-SXM4-40GB" later) while device IDs do not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+from migscope.core.errors import UserError
+
+__all__ = [
+    "CatalogueError",
+    "Evidence",
+    "GiProfile",
+    "GpuModel",
+    "UnknownGpuError",
+    "UnknownProfileError",
+    "all_models",
+    "find_model",
+    "format_pci_device_id",
+    "model_for_name",
+    "model_for_pci",
+    "parse_pci_device_id",
+]
+
+NVIDIA_VENDOR_ID = 0x10DE
+
+
+class CatalogueError(UserError, ValueError):
+    """Base class for catalogue lookups that fail on user input."""
+
+
+class UnknownGpuError(CatalogueError):
+    """No catalogued GPU model matches the given key, name or PCI device ID."""
+
+
+class UnknownProfileError(CatalogueError):
+    """A profile name that the GPU model does not offer."""
+
+
+class Evidence(str, Enum):
+    """How sure we are of a model's data, strongest first.
+
+    ``MEASURED`` data was compared field by field with real ``nvidia-smi``/NVML output that
+    lives in this repository's fixtures; ``DOCUMENTED`` comes from NVIDIA's MIG user guide and
+    mig-parted's configs; ``INFERRED`` fills gaps by analogy with sibling parts and is flagged
+    so that nobody mistakes it for a measurement.
+    """
+
+    MEASURED = "measured"
+    DOCUMENTED = "documented"
+    INFERRED = "inferred"
+
+
+@dataclass(frozen=True)
+class GiProfile:
+    """One GPU-instance profile of one GPU model, as NVML describes it.
+
+    Attributes:
+        name: Profile name without NVML's ``"MIG "`` prefix, e.g. ``"3g.71gb"``.
+        nvml_id: NVML profile id (``nvmlGpuInstanceProfileInfo_v2_t.id``), the number that
+            ``nvidia-smi mig -lgip`` prints and ``-cgi`` takes. ``None`` where unknown.
+        nvml_index: The ``NVML_GPU_INSTANCE_PROFILE_*`` constant NVML is queried with.
+        compute_slices: Compute (SM) slices the instance takes, the ``Ng`` in its name.
+        memory_slices: Memory slices it takes; also the placement size. A 3g takes 4.
+        memory_mib: Memory size in MiB (``memorySizeMB``, which NVML reports in MiB).
+        sm_count: Streaming multiprocessors of the instance.
+        max_instances: Most instances of this profile one GPU can hold.
+        placements: Allowed start positions, in memory slices (``-lgipp``'s ``{starts}``).
+        copy_engines, decoders, encoders, jpegs, ofas: Engine counts from ``-lgip``.
+        media_extensions: True for ``+me``/``+me.all`` profiles, which take the GPU's single
+            set of media extensions: at most one such instance per GPU, whatever its profile.
+        min_driver: First driver branch known to offer the profile (``"470"``), or ``None``.
+        aliases: Other names some drivers use for the same profile (``3g.39gb``).
+    """
+
+    name: str
+    nvml_id: int | None
+    nvml_index: int
+    compute_slices: int
+    memory_slices: int
+    memory_mib: int
+    sm_count: int
+    max_instances: int
+    placements: tuple[int, ...]
+    copy_engines: int
+    decoders: int
+    encoders: int
+    jpegs: int
+    ofas: int
+    media_extensions: bool = False
+    min_driver: str | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def nvml_name(self) -> str:
+        """The name as NVML and nvidia-smi print it (``"MIG 3g.71gb"``)."""
+        return f"MIG {self.name}"
+
+    @property
+    def resource_name(self) -> str:
+        """The Kubernetes extended resource under the ``mixed`` strategy."""
+        return f"nvidia.com/mig-{self.name}"
+
+    def placement_spans(self) -> tuple[tuple[int, int], ...]:
+        """The placements as ``(start, size)`` pairs, the way ``-lgipp`` prints them."""
+        return tuple((start, self.memory_slices) for start in self.placements)
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """A MIG-capable GPU model and its profiles.
+
+    Attributes:
+        key: Short, stable identifier used on the command line and in reports
+            (``"H200-141GB"``).
+        names: NVML device names seen for this model (``nvmlDeviceGetName``).
+        pci_device_ids: PCI device IDs packed with the vendor as mig-parted's
+            ``device-filter`` writes them: ``0x233510DE``.
+        architecture: ``"ampere"``, ``"hopper"`` or ``"blackwell"``. GPM (per-instance
+            activity from NVML) exists on Hopper and newer only.
+        compute_slices: Compute slices of the whole GPU (7, or 4 on A30 and RTX PRO 6000).
+        memory_slices: Memory slices of the whole GPU (8, or 4).
+        memory_total_bytes: Framebuffer size NVML reports for the whole GPU.
+        profiles: GPU-instance profiles, in NVML profile-index order.
+        evidence: How the data was established (see :class:`Evidence`).
+        source: Where the data comes from, for humans; cites files and documents.
+        notes: Caveats worth knowing when planning for this model.
+    """
+
+    key: str
+    names: tuple[str, ...]
+    pci_device_ids: tuple[int, ...]
+    architecture: str
+    compute_slices: int
+    memory_slices: int
+    memory_total_bytes: int
+    profiles: tuple[GiProfile, ...]
+    evidence: Evidence
+    source: str
+    notes: str = ""
+    _by_name: dict[str, GiProfile] = field(init=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return f"GpuModel({self.key!r})"
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, GiProfile] = {}
+        for profile in self.profiles:
+            for name in (profile.name, *profile.aliases):
+                by_name[name.lower()] = profile
+        object.__setattr__(self, "_by_name", by_name)
+
+    @property
+    def has_gpm(self) -> bool:
+        """Whether NVML's GPM (per-GPU-instance activity) is available: Hopper and newer."""
+        return self.architecture in ("hopper", "blackwell")
+
+    @property
+    def sm_total(self) -> int:
+        """SMs of the full-GPU profile (what a 7g/4g-of-4 instance gets)."""
+        return max(p.sm_count for p in self.profiles)
+
+    def profile(self, name: str) -> GiProfile:
+        """Return the profile called ``name`` (``"MIG "`` prefix and aliases accepted).
+
+        Raises:
+            UnknownProfileError: the model has no such profile; the message lists the known
+                names so that a typo is obvious.
+        """
+        wanted = normalise_profile_name(name)
+        found = self._by_name.get(_strip_compute_instance(wanted).lower())
+        if found is None:
+            known = ", ".join(p.name for p in self.profiles)
+            raise UnknownProfileError(f"{self.key} has no MIG profile {wanted!r} (known: {known})")
+        return found
+
+    def has_profile(self, name: str) -> bool:
+        """Whether ``name`` (or an alias of it) is a profile of this model."""
+        return _strip_compute_instance(normalise_profile_name(name)).lower() in self._by_name
+
+    def profile_by_nvml_id(self, nvml_id: int) -> GiProfile | None:
+        """The profile NVML knows by ``nvml_id``, or None."""
+        return next((p for p in self.profiles if p.nvml_id == nvml_id), None)
+
+    def profile_by_nvml_index(self, nvml_index: int) -> GiProfile | None:
+        """The profile NVML answers for ``NVML_GPU_INSTANCE_PROFILE_*`` index, or None."""
+        return next((p for p in self.profiles if p.nvml_index == nvml_index), None)
+
+    def device_filter(self) -> list[str]:
+        """This model's PCI IDs as mig-parted ``device-filter`` strings."""
+        return [format_pci_device_id(d) for d in self.pci_device_ids]
+
+
+_PROFILE_NAME = re.compile(r"^(?:\d+c\.)?\d+g\.\d+gb(?:[+-][a-z.]+)?$", re.IGNORECASE)
+
+
+def normalise_profile_name(name: str) -> str:
+    """Strip NVML's ``"MIG "`` prefix and surrounding space from a profile name."""
+    text = name.strip()
+    if text[:4].upper() == "MIG ":
+        text = text[4:].strip()
+    return text
+
+
+_COMPUTE_INSTANCE_PREFIX = re.compile(r"^(\d+)c\.(\d+)g\.")
+
+
+def _strip_compute_instance(name: str) -> str:
+    """``"1c.3g.20gb"`` (one compute instance of a 3g.20gb) names the GI profile 3g.20gb.
+
+    mig-parted accepts such names in ``mig-devices``; for placement only the GPU instance
+    matters. A compute part larger than its GPU instance (``4c.3g.20gb``) is left as is, so
+    the lookup fails and says so.
+    """
+    match = _COMPUTE_INSTANCE_PREFIX.match(name)
+    if match and int(match.group(1)) <= int(match.group(2)):
+        return name[match.end(1) + 2 :]
+    return name
+
+
+def is_profile_name(name: str) -> bool:
+    """Whether ``name`` has the shape of a MIG profile name (``[<C>c.]<G>g.<N>gb[+attr]``)."""
+    return bool(_PROFILE_NAME.match(normalise_profile_name(name)))
+
+
+def parse_pci_device_id(text: str | int) -> int:
+    """Parse a PCI device ID the way mig-parted and NVML write it.
+
+    Accepts ``"0x233510DE"`` (device and vendor packed, as in ``device-filter`` and
+    ``nvmlPciInfo_t.pciDeviceId``), ``"0x2335"`` or ``"2335"`` (device only; NVIDIA's vendor
+    ID is assumed), and integers in either form. mig-parted's optional subsystem suffix
+    (``":0xSSSSvvvv"``) is ignored: the catalogue matches on device ID.
+
+    Raises:
+        CatalogueError: the text is not a hexadecimal PCI ID.
+    """
+    if isinstance(text, int):
+        value = text
+    else:
+        head = text.strip().split(":", 1)[0]
+        try:
+            value = int(head, 16)
+        except ValueError:
+            raise CatalogueError(
+                f"not a PCI device ID: {text!r} (expected e.g. 0x233510DE)"
+            ) from None
+    if value <= 0xFFFF:
+        value = (value << 16) | NVIDIA_VENDOR_ID
+    if not 0 < value <= 0xFFFFFFFF:
+        raise CatalogueError(f"not a PCI device ID: {text!r} (expected e.g. 0x233510DE)")
+    return value
+
+
+def format_pci_device_id(value: int) -> str:
+    """Format a packed PCI ID the way mig-parted's ``device-filter`` does: ``0x233510DE``."""
+    return f"0x{value:08X}"
+
+
+def all_models() -> tuple[GpuModel, ...]:
+    """Every catalogued GPU model, in catalogue order."""
+    from migscope.core.gpu_models import MODELS
+
+    return MODELS
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def model_for_pci(device_id: int | str) -> GpuModel | None:
+    """The model with this PCI device ID, or None."""
+    try:
+        wanted = parse_pci_device_id(device_id)
+    except CatalogueError:
+        return None
+    return next((m for m in all_models() if wanted in m.pci_device_ids), None)
+
+
+def model_for_name(name: str) -> GpuModel | None:
+    """The model NVML calls ``name`` (exact match, ignoring case and punctuation), or None."""
+    wanted = _squash(name)
+    return next((m for m in all_models() if wanted in {_squash(n) for n in m.names}), None)
+
+
+def find_model(query: str | int, *, pci_device_id: int | str | None = None) -> GpuModel:
+    """Find a model by catalogue key, NVML name or PCI device ID.
+
+    With ``pci_device_id`` given (as the exporter has it from NVML), the device ID wins and
+    ``query`` is only the fallback, because names vary by driver and device IDs do not.
+    Keys match case-insensitively and without punctuation, and a unique prefix is enough:
+    ``h200`` finds ``H200-141GB``.
+
+    Raises:
+        UnknownGpuError: nothing matches, or a prefix matches several models.
+    """
+    if pci_device_id is not None:
+        by_pci = model_for_pci(pci_device_id)
+        if by_pci is not None:
+            return by_pci
+    if isinstance(query, int):
+        by_int = model_for_pci(query)
+        if by_int is None:
+            raise UnknownGpuError(
+                f"no catalogued GPU has PCI device ID {format_pci_device_id(query)}"
+            )
+        return by_int
+    wanted = _squash(query)
+    if not wanted:
+        raise UnknownGpuError("empty GPU model name")
+    for model in all_models():
+        if wanted == _squash(model.key):
+            return model
+    by_name = model_for_name(query)
+    if by_name is not None:
+        return by_name
+    if re.fullmatch(r"(0x)?[0-9a-fA-F]{4}([0-9a-fA-F]{4})?", query.strip()):
+        by_pci = model_for_pci(query)
+        if by_pci is not None:
+            return by_pci
+    prefixed = [m for m in all_models() if _squash(m.key).startswith(wanted)]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    keys = ", ".join(m.key for m in (prefixed or all_models()))
+    if prefixed:
+        raise UnknownGpuError(f"GPU model {query!r} is ambiguous: {keys}")
+    raise UnknownGpuError(f"unknown GPU model {query!r} (known: {keys})")
+
+
+def iter_profiles(model: GpuModel) -> Iterator[GiProfile]:
+    """Profiles of ``model`` from the largest to the smallest, the order planners want."""
+    yield from sorted(
+        model.profiles, key=lambda p: (-p.memory_slices, -p.compute_slices, p.media_extensions)
+    )

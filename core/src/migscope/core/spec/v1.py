@@ -1,0 +1,229 @@
+"""The report contract, version 1: what the analyzer writes and every reader relies on.
+
+``report.json`` and ``node-plan.json`` are the seam between migscope's halves: the analyzer
+produces them (and validates each against these models before writing), the applier reads
+its plan through them, and the HTML and Markdown reports render from them. They are also
+the contract with other tools (a team's scripts, dashboards); docs/report-schema.md says the
+same in prose and :func:`json_schema` gives it to consumers outside Python.
+
+Versioning, as mig-parted's ``api/spec/v1``: fields may be added within a version (models
+allow extra keys, so an older reader keeps working); renaming or removing a field, or
+changing its meaning, is a new module ``v2`` with its own ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "NODE_PLAN_FILE",
+    "REPORT_FILE",
+    "SCHEMA_VERSION",
+    "EvidenceV1",
+    "GpuLayoutV1",
+    "NamespaceWasteV1",
+    "NodePlanEntryV1",
+    "NodePlanV1",
+    "ProvenanceV1",
+    "RecommendationV1",
+    "ReportV1",
+    "SavingsV1",
+    "SliceOnGpuV1",
+    "SliceV1",
+    "WindowV1",
+    "json_schema",
+    "validate_node_plan",
+    "validate_report",
+]
+
+SCHEMA_VERSION = 1
+REPORT_FILE = "report.json"
+NODE_PLAN_FILE = "node-plan.json"
+
+_OPEN = ConfigDict(extra="allow", strict=True)
+
+
+class WindowV1(BaseModel):
+    """The analysed window."""
+
+    model_config = _OPEN
+    start: str
+    end: str
+    start_unix: float
+    end_unix: float
+    hours: float
+    step_seconds: float
+
+
+class SliceV1(BaseModel):
+    """One slice: identity, verdict, evidence and owner."""
+
+    model_config = _OPEN
+    node: str
+    gpu: int
+    gpu_uuid: str
+    gpu_instance_id: int
+    model: str | None
+    profile: str
+    placement_start: int | None
+    status: Literal["idle", "unallocated", "oversized", "saturated", "healthy", "unknown"]
+    confidence: float
+    reason: str
+    suggested_profile: str | None
+    evidence: dict[str, Any]
+    namespace: str | None
+    pod: str | None
+    current: bool
+    in_use: bool
+    demand_profile: str | None
+    pin: str | None
+
+
+class GpuLayoutV1(BaseModel):
+    """One GPU's layout in a recommendation."""
+
+    model_config = _OPEN
+    gpu: int
+    mig_enabled: bool
+    layout: dict[str, int]
+
+
+class SliceOnGpuV1(BaseModel):
+    """A current slice of a recommended node, as the safety contract checks it."""
+
+    model_config = _OPEN
+    gpu: int
+    profile: str
+    status: str
+    pods: list[str]
+    pin: str | None
+
+
+class RecommendationV1(BaseModel):
+    """One node whose layout the plan changes."""
+
+    model_config = _OPEN
+    node: str
+    pool: str
+    model: str
+    current: list[GpuLayoutV1]
+    proposed: list[GpuLayoutV1]
+    mig_config: str
+    disruptive: bool
+    pods_to_move: list[str]
+    gpus_recreated: list[int]
+    slices: list[SliceOnGpuV1]
+
+
+class NamespaceWasteV1(BaseModel):
+    """Idle and oversized GPU-hours of one namespace."""
+
+    model_config = _OPEN
+    namespace: str
+    slices: int
+    idle_gpu_hours: float
+    oversized_gpu_hours: float
+    wasted_gpu_hours: float
+
+
+class SavingsV1(BaseModel):
+    """Headline savings."""
+
+    model_config = ConfigDict(extra="allow", strict=False)
+    idle_slices: int
+    unallocated_slices: int
+    oversized_slices: int
+    compute_slices_reclaimable: int
+    gpus_planned: int
+    gpus_used_after: int
+    gpus_freed: int
+    gpus_changed: int
+    unmet_demand: int
+    window_hours: float
+    gpu_hours_freed: float
+    wasted_gpu_hours: float
+    by_namespace: list[NamespaceWasteV1]
+    price_per_gpu_hour: float | None
+
+
+class EvidenceV1(BaseModel):
+    """How much history the analysis had, against the policy's minimum for a plan."""
+
+    model_config = _OPEN
+    history_hours: float
+    min_history_hours: float
+    enough_for_a_plan: bool
+
+
+class ProvenanceV1(BaseModel):
+    """Where the data came from and when the report was made."""
+
+    model_config = _OPEN
+    source: dict[str, Any]
+    simulated: bool
+    created: str
+    created_unix: float
+
+
+class ReportV1(BaseModel):
+    """The whole report, ``schema_version`` 1."""
+
+    model_config = _OPEN
+    schema_version: Literal[1]
+    window: WindowV1
+    summary: dict[str, Any]
+    slices: list[SliceV1]
+    pools: list[dict[str, Any]]
+    recommendations: list[RecommendationV1]
+    mig_parted_config: dict[str, Any] | None
+    node_configs: dict[str, str]
+    savings: SavingsV1
+    evidence: EvidenceV1 | None
+    provenance: ProvenanceV1 | None
+    notes: list[str]
+
+
+class NodePlanEntryV1(BaseModel):
+    """One node of ``node-plan.json``: the config its label should name, and whether it moves."""
+
+    model_config = _OPEN
+    node: str
+    mig_config: str | None
+    changed: bool
+    disruptive: bool
+    gpus: list[int]
+    pods_to_move: list[str] | None = None
+
+
+class NodePlanV1(BaseModel):
+    """``node-plan.json``, ``schema_version`` 1: every planned node and where its data came from."""
+
+    model_config = _OPEN
+    schema_version: Literal[1]
+    nodes: list[NodePlanEntryV1]
+    provenance: ProvenanceV1 | None
+
+
+def validate_report(data: Any) -> ReportV1:
+    """Check parsed JSON against schema 1.
+
+    Raises:
+        pydantic.ValidationError: a field is missing or of the wrong type.
+    """
+    return ReportV1.model_validate(data)
+
+
+def validate_node_plan(data: Any) -> NodePlanV1:
+    """Check a parsed ``node-plan.json`` against schema 1.
+
+    Raises:
+        pydantic.ValidationError: a field is missing or of the wrong type.
+    """
+    return NodePlanV1.model_validate(data)
+
+
+def json_schema() -> dict[str, Any]:
+    """Schema 1 of ``report.json`` as a JSON Schema document (for consumers outside Python)."""
+    return ReportV1.model_json_schema()

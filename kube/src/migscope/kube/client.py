@@ -1,0 +1,466 @@
+"""The Kubernetes calls the applier makes, as plain dicts, with errors it can act on.
+
+Why a thin layer over the official client: the applier reasons about API *semantics*
+(a 409 means someone else wrote first: read again; a 429 on eviction means a
+PodDisruptionBudget says not now; a 404 on eviction means the pod is already gone), not about
+client exceptions, and it works with objects as the API returns them (JSON dicts) so that
+what it compares, records and logs is exactly what the server holds. Every call has a
+request timeout; nothing here retries on its own except where the semantics ask for it
+(:meth:`Kube.update_configmap` re-reads on conflict).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
+from migscope.core.errors import MigscopeError, UserError, one_line
+
+__all__ = [
+    "ApiError",
+    "Conflict",
+    "DryRunWrite",
+    "Kube",
+    "KubeError",
+    "NotFound",
+    "ReadOnlyKube",
+    "TooManyRequests",
+    "now_rfc3339",
+]
+
+Obj = dict[str, Any]
+
+
+class KubeError(UserError):
+    """Root of what this package raises: the cluster cannot be used as asked (one line)."""
+
+
+class ApiError(KubeError):
+    """The API refused or could not be reached; ``status`` is the HTTP status (0: no answer)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Conflict(ApiError):
+    """409: the object changed since it was read (or already exists)."""
+
+
+class NotFound(ApiError):
+    """404."""
+
+
+class TooManyRequests(ApiError):
+    """429: on eviction, a PodDisruptionBudget does not allow it now."""
+
+
+class DryRunWrite(MigscopeError):
+    """A dry run tried to write (a bug): refused before any request was sent.
+
+    Not an :class:`ApiError`, so that no retry loop mistakes it for a flaky API.
+    """
+
+
+def now_rfc3339(micro: bool = False) -> str:
+    """Now in UTC as the API writes times (``MicroTime`` with ``micro``)."""
+    now = datetime.now(timezone.utc)
+    text = now.strftime("%Y-%m-%dT%H:%M:%S.%f" if micro else "%Y-%m-%dT%H:%M:%S")
+    return text + "Z"
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        body = json.loads(exc.body or "{}")
+        text = str(body.get("message") or "")
+    except (ValueError, AttributeError):
+        text = ""
+    return " ".join((text or str(exc.reason or "")).split())
+
+
+def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except ApiException as exc:
+        status = int(exc.status or 0)
+        text = f"{what}: HTTP {status} {_message(exc)}".rstrip()
+        kind = {409: Conflict, 404: NotFound, 429: TooManyRequests}.get(status, ApiError)
+        raise kind(text, status) from exc
+    except (HTTPError, OSError) as exc:
+        raise ApiError(f"{what}: {one_line(exc)}") from exc
+
+
+def _json(response: Any) -> Obj:
+    data: Obj = json.loads(response.data)
+    return data
+
+
+class Kube:
+    """The applier's view of one cluster.
+
+    Args:
+        api: A ``kubernetes.client.ApiClient``.
+        timeout_s: Request timeout for every call.
+    """
+
+    def __init__(self, api: client.ApiClient, *, timeout_s: float = 30.0) -> None:
+        self.api = api
+        self.core = client.CoreV1Api(api)
+        self.policy = client.PolicyV1Api(api)
+        self.coordination = client.CoordinationV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.timeout = timeout_s
+
+    def _opts(self) -> dict[str, Any]:
+        return {"_request_timeout": self.timeout, "_preload_content": False}
+
+    # -- nodes -------------------------------------------------------------------------------
+
+    def get_node(self, name: str) -> Obj:
+        """The node as stored."""
+        return _json(_call(f"reading node {name}", self.core.read_node, name, **self._opts()))
+
+    def list_nodes(self) -> list[Obj]:
+        """Every node."""
+        body = _json(_call("listing nodes", self.core.list_node, **self._opts()))
+        return list(body.get("items") or [])
+
+    def list_pods(self, *, field_selector: str, page_size: int = 500) -> Iterator[Obj]:
+        """Every pod matching ``field_selector`` in all namespaces, a page at a time.
+
+        Paginated (``limit``/``continue``) so that a large cluster is read in bounded pieces.
+        """
+        token: str | None = None
+        while True:
+            body = _json(
+                _call(
+                    "listing pods",
+                    self.core.list_pod_for_all_namespaces,
+                    field_selector=field_selector,
+                    limit=page_size,
+                    _continue=token,
+                    **self._opts(),
+                )
+            )
+            yield from body.get("items") or []
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                return
+
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        """A strategic-merge patch (``null`` deletes a label or annotation).
+
+        Put ``metadata.resourceVersion`` in the patch to make it conditional: the server
+        answers 409 when the node changed since that version.
+        """
+        return _json(
+            _call(f"patching node {name}", self.core.patch_node, name, dict(patch), **self._opts())
+        )
+
+    def watch_node(
+        self, name: str, *, resource_version: str, timeout_s: float
+    ) -> Iterator[tuple[str, Obj]]:
+        """``(type, node)`` events for one node from ``resource_version`` on.
+
+        Ends after ``timeout_s`` (server-side) or when the stream ends. A 410 (the version
+        is too old) raises :class:`ApiError` with status 410: read the node again and
+        resume from its version.
+        """
+        stream = watch.Watch()
+        try:
+            for event in stream.stream(
+                self.core.list_node,
+                field_selector=f"metadata.name={name}",
+                resource_version=resource_version,
+                timeout_seconds=max(1, int(timeout_s)),
+                allow_watch_bookmarks=True,
+                _request_timeout=timeout_s + self.timeout,
+            ):
+                kind = str(event.get("type", ""))
+                raw = event.get("raw_object")
+                if kind == "ERROR":
+                    status = int((raw or {}).get("code", 0)) if isinstance(raw, Mapping) else 0
+                    raise ApiError(f"watching node {name}: {raw}", status)
+                if isinstance(raw, Mapping):
+                    yield kind, dict(raw)
+        except ApiException as exc:
+            raise ApiError(
+                f"watching node {name}: HTTP {exc.status} {_message(exc)}", int(exc.status or 0)
+            ) from None
+        except (HTTPError, OSError) as exc:
+            raise ApiError(f"watching node {name}: {' '.join(str(exc).split())}") from None
+        finally:
+            stream.stop()
+
+    # -- pods --------------------------------------------------------------------------------
+
+    def pods_on_node(self, name: str) -> list[Obj]:
+        """Pods bound to the node that are not finished (they may still hold devices)."""
+        body = _json(
+            _call(
+                f"listing pods on {name}",
+                self.core.list_pod_for_all_namespaces,
+                field_selector=f"spec.nodeName={name}",
+                **self._opts(),
+            )
+        )
+        items = body.get("items") or []
+        return [
+            p for p in items if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        ]
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        """One pod."""
+        return _json(
+            _call(
+                f"reading pod {namespace}/{name}",
+                self.core.read_namespaced_pod,
+                name,
+                namespace,
+                **self._opts(),
+            )
+        )
+
+    def evict(self, namespace: str, name: str) -> None:
+        """POST an Eviction (PodDisruptionBudgets decide: 429 means not now)."""
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        _call(
+            f"evicting {namespace}/{name}",
+            self.core.create_namespaced_pod_eviction,
+            name,
+            namespace,
+            body,
+            _request_timeout=self.timeout,
+        )
+
+    # -- config maps -------------------------------------------------------------------------
+
+    def get_configmap(self, namespace: str, name: str) -> Obj | None:
+        """The ConfigMap, or None when it does not exist."""
+        try:
+            return _json(
+                _call(
+                    f"reading configmap {namespace}/{name}",
+                    self.core.read_namespaced_config_map,
+                    name,
+                    namespace,
+                    **self._opts(),
+                )
+            )
+        except NotFound:
+            return None
+
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Create (409 :class:`Conflict` when someone else just did)."""
+        return _json(
+            _call(
+                f"creating configmap {namespace}/{body['metadata']['name']}",
+                self.core.create_namespaced_config_map,
+                namespace,
+                dict(body),
+                **self._opts(),
+            )
+        )
+
+    def replace_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Replace; ``metadata.resourceVersion`` in ``body`` makes it conditional (409)."""
+        name = body["metadata"]["name"]
+        return _json(
+            _call(
+                f"writing configmap {namespace}/{name}",
+                self.core.replace_namespaced_config_map,
+                name,
+                namespace,
+                dict(body),
+                **self._opts(),
+            )
+        )
+
+    # -- GPU Operator ------------------------------------------------------------------------
+
+    def cluster_policies(self) -> list[Obj]:
+        """The GPU Operator's ClusterPolicies (empty when the CRD is not installed)."""
+        try:
+            body = _json(
+                _call(
+                    "listing clusterpolicies",
+                    self.custom.list_cluster_custom_object,
+                    "nvidia.com",
+                    "v1",
+                    "clusterpolicies",
+                    **self._opts(),
+                )
+            )
+        except NotFound:
+            return []
+        return list(body.get("items") or [])
+
+    # -- events and leases -------------------------------------------------------------------
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """Record a core/v1 Event."""
+        _call(
+            "recording an event",
+            self.core.create_namespaced_event,
+            namespace,
+            dict(body),
+            _request_timeout=self.timeout,
+        )
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """The Lease, or None."""
+        try:
+            return _json(
+                _call(
+                    f"reading lease {namespace}/{name}",
+                    self.coordination.read_namespaced_lease,
+                    name,
+                    namespace,
+                    **self._opts(),
+                )
+            )
+        except NotFound:
+            return None
+
+    def create_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Create (409 when another instance just did)."""
+        return _json(
+            _call(
+                f"creating lease {namespace}/{body['metadata']['name']}",
+                self.coordination.create_namespaced_lease,
+                namespace,
+                dict(body),
+                **self._opts(),
+            )
+        )
+
+    def replace_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Replace, conditional on ``metadata.resourceVersion`` (409 when it moved)."""
+        name = body["metadata"]["name"]
+        return _json(
+            _call(
+                f"writing lease {namespace}/{name}",
+                self.coordination.replace_namespaced_lease,
+                name,
+                namespace,
+                dict(body),
+                **self._opts(),
+            )
+        )
+
+
+class ReadOnlyKube(Kube):
+    """A dry run's view of the cluster: the reads of ``inner``, and every write refused.
+
+    A dry run must change nothing, and "nothing" is easier to guarantee by construction than
+    by reviewing every path that might write (a resume, a rollback, an Event, the Lease): a
+    write reaching this class is a bug, reported as :class:`DryRunWrite` before any request
+    leaves. Reads go to ``inner``'s own methods, so a test double's behaviour is kept.
+    """
+
+    def __init__(self, inner: Kube) -> None:  # no super().__init__: nothing of its own
+        self.inner = inner
+        self.api = inner.api
+        self.timeout = inner.timeout
+
+    @staticmethod
+    def _refuse(what: str) -> DryRunWrite:
+        return DryRunWrite(f"{what}: refused, this is a dry run (a bug: please report it)")
+
+    # -- reads: the inner view's ------------------------------------------------------------
+
+    def get_node(self, name: str) -> Obj:
+        """See :meth:`Kube.get_node`."""
+        return self.inner.get_node(name)
+
+    def list_nodes(self) -> list[Obj]:
+        """See :meth:`Kube.list_nodes`."""
+        return self.inner.list_nodes()
+
+    def watch_node(
+        self, name: str, *, resource_version: str, timeout_s: float
+    ) -> Iterator[tuple[str, Obj]]:
+        """See :meth:`Kube.watch_node`."""
+        return self.inner.watch_node(name, resource_version=resource_version, timeout_s=timeout_s)
+
+    def pods_on_node(self, name: str) -> list[Obj]:
+        """See :meth:`Kube.pods_on_node`."""
+        return self.inner.pods_on_node(name)
+
+    def get_pod(self, namespace: str, name: str) -> Obj:
+        """See :meth:`Kube.get_pod`."""
+        return self.inner.get_pod(namespace, name)
+
+    def get_configmap(self, namespace: str, name: str) -> Obj | None:
+        """See :meth:`Kube.get_configmap`."""
+        return self.inner.get_configmap(namespace, name)
+
+    def cluster_policies(self) -> list[Obj]:
+        """See :meth:`Kube.cluster_policies`."""
+        return self.inner.cluster_policies()
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """See :meth:`Kube.get_lease`."""
+        return self.inner.get_lease(namespace, name)
+
+    # -- writes: refused ---------------------------------------------------------------------
+
+    def list_pods(self, *, field_selector: str, page_size: int = 500) -> Iterator[Obj]:
+        """Every pod matching ``field_selector`` in all namespaces, a page at a time.
+
+        Paginated (``limit``/``continue``) so that a large cluster is read in bounded pieces.
+        """
+        token: str | None = None
+        while True:
+            body = _json(
+                _call(
+                    "listing pods",
+                    self.core.list_pod_for_all_namespaces,
+                    field_selector=field_selector,
+                    limit=page_size,
+                    _continue=token,
+                    **self._opts(),
+                )
+            )
+            yield from body.get("items") or []
+            token = (body.get("metadata") or {}).get("continue") or None
+            if not token:
+                return
+
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"patching node {name}")
+
+    def evict(self, namespace: str, name: str) -> None:
+        """Refused."""
+        raise self._refuse(f"evicting {namespace}/{name}")
+
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"creating configmap {namespace}/{body['metadata']['name']}")
+
+    def replace_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"writing configmap {namespace}/{body['metadata']['name']}")
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        """Refused."""
+        raise self._refuse("recording an event")
+
+    def create_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"creating lease {namespace}/{body['metadata']['name']}")
+
+    def replace_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Refused."""
+        raise self._refuse(f"writing lease {namespace}/{body['metadata']['name']}")
