@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from migscope.analyzer.dialect import MIB, Dialect, iter_slice_series
-from migscope.analyzer.embedded import load_fleet, simulate_slices
 from migscope.analyzer.history import write_openmetrics
 from migscope.analyzer.model import SliceInfo, SliceKey, SliceStats
 from migscope.analyzer.openmetrics import parse_exposition
+from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
 from migscope.analyzer.stats import SliceSeries, TimeSeries, slice_stats
 
 WINDOW = 6 * 3600.0

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.pipeline import AnalysisResult
-from migscope.analyzer.policy import default_policy
-from migscope.analyzer.report import render_html, write_reports
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.report import render_html, validate_report, write_reports
 from migscope.analyzer.report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
-from migscope.cli.analyze_cmd import parse_window, run_analysis
+from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer.run import run
+from migscope.cli.analyze_inputs import choose_source, parse_window
 from migscope.cli.demo_cmd import DEMO_FLEET
 from migscope.cli.main import cli
 from migscope.core.catalogue import find_model
@@ -38,19 +39,16 @@ _LAYOUT = re.compile(r'<svg class="chart layout" data-node="([^"]*)" data-gpu="(
 
 @pytest.fixture(scope="module")
 def result() -> AnalysisResult:
-    return run_analysis(
+    source = choose_source(
         source=None,
         simulate=DEMO_FLEET,
         prometheus=None,
-        window_s=parse_window("2d"),
-        step=60.0,
-        policy=default_policy(),
-        price=None,
-        headroom=0.10,
-        objective="consolidate",
-        time_limit_s=5.0,
-        show_progress=False,
+        embedded=False,
+        bearer_token_file=None,
+        timeout_s=60.0,
+        progress=None,
     )
+    return run(source, AnalyzeOptions(window_s=parse_window("2d")))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +102,7 @@ def test_write_reports_writes_html(result: AnalysisResult, tmp_path: Path) -> No
 
 def test_cli_output_html() -> None:
     out = CliRunner().invoke(
-        cli, ["analyze", "--simulate", "h200-node", "--window", "1d", "--output", "html"]
+        cli, ["analyze", "--simulate", "h200-node", "--window", "1d", "--format", "html"]
     )
     assert out.exit_code == 0, out.output
     assert out.output.startswith("<!DOCTYPE html>")
@@ -112,7 +110,7 @@ def test_cli_output_html() -> None:
 
 
 def test_self_contained(report: dict[str, Any]) -> None:
-    page = render_html(report)
+    page = render_html(validate_report(report))
     assert "Content-Security-Policy" in page
     assert "<link" not in page
     assert " src=" not in page
@@ -122,7 +120,7 @@ def test_self_contained(report: dict[str, Any]) -> None:
 
 
 def test_hostile_names_are_escaped(report: dict[str, Any]) -> None:
-    page = render_html(_hostile(report))
+    page = render_html(validate_report(_hostile(report)))
     assert page.count("<script>") == 1  # only the error hook
     assert "alert('pod')" not in page
     assert "<img" not in page
@@ -133,7 +131,7 @@ def test_hostile_names_are_escaped(report: dict[str, Any]) -> None:
 
 
 def test_every_gpu_gets_a_before_after_diagram(report: dict[str, Any]) -> None:
-    page = render_html(report)
+    page = render_html(validate_report(report))
     layouts = _layouts(page)
     assert set(layouts) == _gpus(report)
     for body in layouts.values():
@@ -144,7 +142,7 @@ def test_every_gpu_gets_a_before_after_diagram(report: dict[str, Any]) -> None:
 def test_a_recreated_gpu_keeps_nothing_in_the_diagram(report: dict[str, Any]) -> None:
     # Issue 10 item 7: mig-parted re-creates every instance of a changed GPU, so the diagram
     # must not draw any of its instances as kept, and its pods are listed as losing a device.
-    page = render_html(report)
+    page = render_html(validate_report(report))
     layouts = _layouts(page)
     recs = [r for r in report["recommendations"] if r["gpus_recreated"]]
     assert recs, "the fixture report should change a GPU"
@@ -158,7 +156,7 @@ def test_a_recreated_gpu_keeps_nothing_in_the_diagram(report: dict[str, Any]) ->
 
 
 def test_placements_drawn_at_their_offsets(report: dict[str, Any]) -> None:
-    page = render_html(report)
+    page = render_html(validate_report(report))
     layouts = _layouts(page)
     for rec in report["recommendations"]:
         model = find_model(rec["model"])
@@ -185,7 +183,7 @@ def test_heatmap_of_window_statistics_without_hours(report: dict[str, Any]) -> N
     data = copy.deepcopy(report)
     for s in data["slices"]:
         s["hourly"] = None  # a window off the hour grid, or an older report
-    page = render_html(data)
+    page = render_html(validate_report(data))
     current = sum(1 for s in data["slices"] if s["current"])
     assert 'data-kind="window-stats"' in page
     assert page.count('<rect class="cell"') == 3 * current
@@ -193,7 +191,7 @@ def test_heatmap_of_window_statistics_without_hours(report: dict[str, Any]) -> N
 
 
 def test_heatmap_of_hourly_activity(report: dict[str, Any]) -> None:
-    page = render_html(report)
+    page = render_html(validate_report(report))
     current = sum(1 for s in report["slices"] if s["current"])
     assert all(len(s["hourly"]["activity"]) == 48 for s in report["slices"])  # a 2-day window
     assert 'data-kind="hourly"' in page
@@ -201,7 +199,7 @@ def test_heatmap_of_hourly_activity(report: dict[str, Any]) -> None:
 
 
 def test_waste_bars_per_namespace(report: dict[str, Any]) -> None:
-    page = render_html(report)
+    page = render_html(validate_report(report))
     rows = report["savings"]["by_namespace"]
     assert rows
     assert page.count('<rect class="bar idle"') == len(rows)
@@ -263,7 +261,7 @@ def _js_errors(dom: str) -> str:
 def test_renders_in_chromium(report: dict[str, Any], tmp_path: Path) -> None:
     data = _hostile(report)
     page = tmp_path / "report.html"
-    page.write_text(render_html(data), encoding="utf-8")
+    page.write_text(render_html(validate_report(data)), encoding="utf-8")
     run = _chromium(page, tmp_path, "--dump-dom")
     assert run.returncode == 0, run.stderr[-2000:]
     dom = run.stdout
@@ -294,7 +292,7 @@ def test_renders_in_chromium(report: dict[str, Any], tmp_path: Path) -> None:
 @needs_chromium
 def test_chromium_check_catches_script_errors(report: dict[str, Any], tmp_path: Path) -> None:
     """Negative control: a page that throws is caught by the same checks."""
-    broken = render_html(report).replace(
+    broken = render_html(validate_report(report)).replace(
         "</body>", "<script>throw new Error('planted failure');</script></body>"
     )
     page = tmp_path / "broken.html"
@@ -344,4 +342,4 @@ def test_a_snapshot_says_so_at_the_top() -> None:
 
 def test_a_week_is_not_a_snapshot(report: dict[str, Any]) -> None:
     assert report["evidence"]["enough_for_a_plan"] is True
-    assert 'id="snapshot"' not in render_html(report)
+    assert 'id="snapshot"' not in render_html(validate_report(report))

@@ -9,9 +9,11 @@ import pytest
 import yaml
 
 from migscope.analyzer.classify import Status
-from migscope.analyzer.embedded import load_fleet, simulate_slices, simulation_window
-from migscope.analyzer.pipeline import AnalysisResult, analyze
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.report import render_csv, render_markdown, validate_report, write_reports
+from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.core.catalogue import find_model
 from migscope.core.layout import is_valid
 from migscope.core.migparted import check_config, parse_config
@@ -75,7 +77,11 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> AnalysisResult:
     path.write_text(yaml.safe_dump(SCENARIO))
     sim = load_fleet([path])
     window = simulation_window(sim, window_s=86400.0)
-    return analyze(simulate_slices(sim, window_s=86400.0), window=window, price_per_gpu_hour=2.0)
+    return analyze(
+        simulate_slices(sim, window_s=86400.0),
+        window=window,
+        options=AnalyzeOptions(price_per_gpu_hour=2.0),
+    )
 
 
 def test_exactly_the_planted_statuses(result: AnalysisResult) -> None:
@@ -151,7 +157,7 @@ def test_reports_and_files(result: AnalysisResult, tmp_path: Path) -> None:
     assert check_config(parse_config(written["mig-parted"].read_text())).ok
     plan = json.loads(written["plan"].read_text())
     assert [n["node"] for n in plan["nodes"]] == ["node-a"]
-    md = render_markdown(result)
+    md = render_markdown(validate_report(result.to_json()))
     assert "lab/forgotten" in md
     assert "## Recommendations" in md
     assert "```yaml" in md

@@ -23,12 +23,14 @@ from support.prometheus import HistorySeries, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
 from migscope.analyzer.dialect import Dialect
-from migscope.analyzer.embedded import load_fleet, simulate_slices
 from migscope.analyzer.history import iter_history
-from migscope.analyzer.pipeline import AnalysisResult, analyze
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.pipeline import analyze
+from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats import remote_slice_stats
+from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
 from migscope.core.catalogue import find_model
 from migscope.core.layout import is_valid
 from migscope.core.migparted import check_config
@@ -125,7 +127,9 @@ def _history(scenario_file: Path, dialect: Dialect) -> list[HistorySeries]:
 def _through_server(url: str, window: tuple[float, float]) -> AnalysisResult:
     with PrometheusClient(url, retries=0, trust_env=False) as client:
         run = remote_slice_stats(client, start=window[0], end=window[1], step=STEP)
-        return analyze(run, window=(run.window_start, run.window_end), step=STEP)
+        return analyze(
+            run, window=(run.window_start, run.window_end), options=AnalyzeOptions(step_s=STEP)
+        )
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,10 @@ def way(request: pytest.FixtureRequest, scenario_file: Path) -> Way:
     name: str = request.param
     window = _window(scenario_file)
     if name == "embedded":
-        return Way(name, analyze(_slices(scenario_file), window=window, step=STEP))
+        return Way(
+            name,
+            analyze(_slices(scenario_file), window=window, options=AnalyzeOptions(step_s=STEP)),
+        )
     engine, dialect_name = name.split("-")
     dialect = Dialect(dialect_name)
     if engine == "prometheus":
@@ -228,6 +235,8 @@ def test_the_plan_is_valid_keeps_in_use_instances_and_covers_demand(way: Way) ->
 
 def test_every_way_recommends_the_same_plan(way: Way, scenario_file: Path) -> None:
     """The source does not change the decision: configs and node plan equal the embedded ones."""
-    embedded = analyze(_slices(scenario_file), window=_window(scenario_file), step=STEP)
+    embedded = analyze(
+        _slices(scenario_file), window=_window(scenario_file), options=AnalyzeOptions(step_s=STEP)
+    )
     assert way.result.node_configs == embedded.node_configs
     assert way.result.to_json()["mig_parted_config"] == embedded.to_json()["mig_parted_config"]

@@ -39,7 +39,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources import (
+from migscope.analyzer.sources.prometheus import (
     PrometheusClient,
     PrometheusError,
     PrometheusQueryError,
@@ -49,8 +49,8 @@ from migscope.analyzer.sources import (
     QueryResult,
     QueryStats,
     Series,
-    selector,
 )
+from migscope.analyzer.sources.promql import selector
 
 # 8 hours ago on the hour (a multiple of every step used below), 6 hours of 1-minute samples.
 T0 = (int(time.time()) // 3600 - 8) * 3600

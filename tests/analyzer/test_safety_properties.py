@@ -29,7 +29,9 @@ from support.planted_slices import PINNING, ROLES, WEEK, planted_week
 
 from migscope.analyzer.classify import Status
 from migscope.analyzer.model import SliceStats
-from migscope.analyzer.pipeline import AnalysisResult, analyze
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.pipeline import analyze
+from migscope.analyzer.result import AnalysisResult
 from migscope.core.catalogue import GpuModel, find_model
 from migscope.core.disruption import violations
 from migscope.core.layout import is_valid, valid_layouts
@@ -84,7 +86,9 @@ def _shifted(stats: SliceStats) -> SliceStats:
 
 
 def _run(planted: Sequence[Planted]) -> AnalysisResult:
-    return analyze([p.stats for p in planted], window=(0.0, WEEK), time_limit_s=2.0)
+    return analyze(
+        [p.stats for p in planted], window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)
+    )
 
 
 def _changed_gpus(result: AnalysisResult) -> set[tuple[str, int]]:

@@ -29,6 +29,7 @@ from support.victoria import VictoriaServer, requires_victoria
 from migscope.analyzer.dialect import DIALECT_METRICS, Dialect, iter_slice_series
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.openmetrics import parse_exposition
+from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats import RemoteSliceStats, remote_slice_stats
@@ -355,7 +356,7 @@ def test_planted_truths_come_out(case: Case) -> None:
 
 def test_the_analysis_finds_the_planted_slices_through_the_server(case: Case) -> None:
     """End to end from a real PromQL engine: statistics -> classification -> a valid plan."""
-    result = analyze(iter(case.remote), window=(START, END), step=STEP)
+    result = analyze(iter(case.remote), window=(START, END), options=AnalyzeOptions(step_s=STEP))
     report = result.to_json()
     status = {(s["node"], s["gpu"], s["gpu_instance_id"]): s["status"] for s in report["slices"]}
     assert status[("gpu-a", 0, 1)] == "idle"

@@ -35,13 +35,15 @@ from support.prometheus import (
 from support.victoria import VictoriaServer, requires_victoria
 
 from migscope.analyzer.dialect import Dialect, indexes, iter_slice_series, keeps
-from migscope.analyzer.embedded import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.pipeline import AnalysisResult, analyze
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.pipeline import analyze
+from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats import remote_slice_stats
+from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer.stats import RangeSemantics, slice_stats
 
 STEP = 60
@@ -266,8 +268,8 @@ def test_the_analysis_is_the_same_through_the_server(
     through_server: tuple[Dialect, list[SliceStats], list[SliceStats]],
 ) -> None:
     _, remote, embedded = through_server
-    a = analyze(iter(remote), window=(START, END), step=STEP).to_json()
-    b = analyze(iter(embedded), window=(START, END), step=STEP).to_json()
+    a = analyze(iter(remote), window=(START, END), options=AnalyzeOptions(step_s=STEP)).to_json()
+    b = analyze(iter(embedded), window=(START, END), options=AnalyzeOptions(step_s=STEP)).to_json()
     assert a["savings"] == b["savings"]
     assert [
         (s["gpu_instance_id"], s["profile"], s["status"], s["current"]) for s in a["slices"]

@@ -8,8 +8,10 @@ import pytest
 from analyzer.test_pipeline import SCENARIO
 from click.testing import CliRunner
 
-from migscope.analyzer.embedded import load_fleet, simulate_slices, simulation_window
-from migscope.analyzer.pipeline import AnalysisResult, analyze
+from migscope.analyzer.options import AnalyzeOptions
+from migscope.analyzer.pipeline import analyze
+from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer.whatif import replay
 from migscope.cli.main import cli
 from migscope.core.migparted import parse_config
@@ -54,8 +56,10 @@ def _run(path: str, what_if: dict[str, str], config_text: str | None = None) -> 
     return analyze(
         simulate_slices(sim, window_s=86400.0),
         window=window,
-        what_if=what_if,
-        what_if_config=parse_config(config_text) if config_text else None,
+        options=AnalyzeOptions(
+            what_if=what_if,
+            what_if_config=parse_config(config_text) if config_text else None,
+        ),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -124,7 +125,7 @@ def test_a_failed_node_exits_3(tmp_path: Path) -> None:
             "--kubeconfig",
             _kubeconfig(tmp_path, c.api.url),
             "--apply",
-            "--timeout",
+            "--node-timeout",
             "5s",
         )
         assert code == 3
@@ -138,7 +139,10 @@ def test_bad_inputs_are_one_line(tmp_path: Path) -> None:
     for args, message in [
         (["--plan", str(tmp_path / "none.json")], "No such file"),
         (["--plan", str(bad)], "not JSON"),
-        (["--plan", _report(tmp_path), "--window", "someday"], "bad maintenance window"),
+        (
+            ["--plan", _report(tmp_path), "--maintenance-window", "someday"],
+            "bad maintenance window",
+        ),
         (
             ["--plan", _report(tmp_path), "--kubeconfig", str(tmp_path / "nope")],
             "no such kubeconfig",
@@ -182,18 +186,20 @@ def test_analyze_apply_refuses_a_plan_from_simulated_data(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("report_kw", "message"),
     [
-        ({"provenance": _provenance(simulated=True)}, "comes from simulated data"),
-        ({"provenance": _provenance(age_s=25 * 3600)}, "25.0 h old"),
-        ({"none": True}, "has no provenance"),
+        # Built when the test runs, not at collection: a full suite collects minutes before
+        # this runs, which used to age the "25 h" plan past 25.05 h ("25.1 h old").
+        (lambda: {"provenance": _provenance(simulated=True)}, "comes from simulated data"),
+        (lambda: {"provenance": _provenance(age_s=25 * 3600)}, "25.0 h old"),
+        (lambda: {"none": True}, "has no provenance"),
     ],
     ids=["simulated", "old", "none"],
 )
 def test_apply_refuses_with_one_line_and_a_dry_run_says_so(
-    tmp_path: Path, report_kw: dict[str, Any], message: str
+    tmp_path: Path, report_kw: Callable[[], dict[str, Any]], message: str
 ) -> None:
     with running_cluster(token=TOKEN) as c:
         kubeconfig = _kubeconfig(tmp_path, c.api.url)
-        plan = _report(tmp_path, **report_kw)
+        plan = _report(tmp_path, **report_kw())
         code, out, err = _apply("--plan", plan, "--kubeconfig", kubeconfig, "--apply")
         assert code == 1
         assert out == ""
@@ -283,3 +289,15 @@ def test_a_dry_run_after_an_interrupted_apply_reports_it_and_writes_nothing(
         ) in out
         assert c.writes() == []
         assert c.node() == before
+
+
+def test_deprecated_apply_flags_still_work_and_say_what_to_use(tmp_path: Path) -> None:
+    """``--window`` and ``--timeout`` of the last release: same meaning, one warning each."""
+    code, _, err = _apply("--plan", _report(tmp_path), "--window", "someday", "--timeout", "5m")
+    assert code == 1
+    assert sorted(err.splitlines()) == [
+        "migscope: error: bad maintenance window 'someday': expected e.g. "
+        "'sat-sun 01:00-05:00 UTC'",
+        "migscope: warning: --timeout is deprecated, use --node-timeout",
+        "migscope: warning: --window is deprecated, use --maintenance-window",
+    ]

@@ -27,6 +27,7 @@ from support.planted_slices import ROLES, WEEK, planted_week
 
 from applier.cluster import BALANCED, Cluster, provenance, running_cluster
 from migscope.analyzer.model import SliceStats
+from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.applier.plan import NO_EVIDENCE, PlanError, load_plan, plan_from_report
 from migscope.core.catalogue import find_model
@@ -54,7 +55,7 @@ def reports(draw: st.DrawFn) -> dict[str, Any]:
         for gpu in (0, 1)
         for gi, placed in enumerate(PLACED)
     ]
-    data = analyze(slices, window=(0.0, WEEK), time_limit_s=2.0).to_json()
+    data = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)).to_json()
     data["provenance"] = _fresh()
     return data
 
@@ -124,7 +125,9 @@ def _reclaimable() -> dict[str, Any]:
         for role in ["unallocated" if (node, gpu) == ("gpu-a", 1) else "busy"]
     ]
     # No headroom: nothing needs gpu-a/1's instances, so the plan parks (empties) it.
-    data = analyze(slices, window=(0.0, WEEK), time_limit_s=2.0, headroom=0.0).to_json()
+    data = analyze(
+        slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0, headroom=0.0)
+    ).to_json()
     data["provenance"] = _fresh()
     assert [r["gpus_recreated"] for r in data["recommendations"]] == [[1]]
     return data

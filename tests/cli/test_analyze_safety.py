@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.analyzer.report import validate_report
-from migscope.cli.analyze_cmd import parse_end
+from migscope.cli.analyze_inputs import parse_end
 from migscope.cli.errors import InvalidInput
 from migscope.cli.main import cli
 

@@ -76,7 +76,8 @@ def test_table_lists_all_models_and_profiles() -> None:
         (["catalog", "H100"], 1, "ambiguous: H100-80GB, H100-PCIE-80GB, H100-NVL-94GB"),
         (["catalog", "V100"], 1, "unknown GPU model 'V100'"),
         (["catalog", "--layouts"], 2, "--layouts needs a MODEL"),
-        (["catalog", "H200", "--output", "yaml"], 2, "Invalid value for '-o' / '--output'"),
+        (["catalog", "H200", "--format", "yaml"], 2, "Invalid value for '--format' / '-o'"),
+        (["catalog", "H200", "--output", "yaml"], 2, "Invalid value for '--output'"),
     ],
 )
 def test_errors_are_one_line_with_the_right_exit_code(
@@ -96,3 +97,10 @@ def test_every_command_has_help() -> None:
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0
         assert "Usage:" in result.output
+
+
+def test_the_deprecated_output_flag_still_works_and_says_what_to_use() -> None:
+    result = run("catalog", "H200", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["model"] == "H200-141GB"
+    assert result.stderr == "migscope: warning: --output is deprecated, use --format (-o)\n"

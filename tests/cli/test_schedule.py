@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.cli.main import cli
-from migscope.scheduler.schedule import (
+from migscope.scheduler import (
     JsonLog,
     Runner,
     ScheduleError,

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from migscope.analyzer.embedded import load_fleet
 from migscope.analyzer.policy import PolicyError, parse_policy
+from migscope.analyzer.sources.simulation import load_fleet
 from migscope.applier.configmap import ConfigMapError, ConfigTarget, config_present
 from migscope.core.migparted import ConfigError, parse_config
 from migscope.core.yaml_messages import (
@@ -33,7 +33,7 @@ from migscope.core.yaml_messages import (
 )
 from migscope.exporter.http import WebConfigError, load_web_config
 from migscope.exporter.settings import SettingsError, load_settings
-from migscope.scheduler.schedule import ScheduleError, parse_schedule
+from migscope.scheduler import ScheduleError, parse_schedule
 from migscope.sim.scenario import ScenarioError, load_scenario
 
 PEAK_LIMIT = 50 * 1024 * 1024

@@ -146,7 +146,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             "objective": "minimal-change",
         },
         "report": {"storage": {"type": "emptyDir"}, "timeZone": "UTC", "keep": 3},
-        "apply": {"enabled": True, "extraArgs": ["--output=json"], "leaseWait": "5m"},
+        "apply": {"enabled": True, "extraArgs": ["--format=json"], "leaseWait": "5m"},
         "serviceAccount": {"annotations": {"iam.gke.io/gcp-service-account": "x@y.iam"}},
     },
 }
@@ -807,9 +807,9 @@ def test_service_monitor_labels_every_target_with_its_node() -> None:
     assert not {"namespace", "pod", "container"} & labels.keys()
     assert endpoint["honorLabels"] is True
     # the analyzer and the dashboards read the node from exactly this label
-    from migscope.analyzer.dialect import _NODE_LABELS
+    from migscope.analyzer.dialect import NODE_LABELS
 
-    assert _NODE_LABELS[0] == "node"
+    assert NODE_LABELS[0] == "node"
     # job="migscope" whatever the release is called: the rules select up{job=~".*migscope.*"}
     raw = render_raw({}, release="obs")
     other = [d for p, t in raw.items() if p.endswith(".yaml") for d in yaml.safe_load_all(t)]
@@ -1061,7 +1061,7 @@ def test_apply_cronjob_and_its_rbac_exist_only_when_enabled() -> None:
     assert "--out=/plan" in init["args"]
     assert apply["args"][:3] == ["apply", "--plan=/plan/report.json", "--apply"]
     assert "--drain" in apply["args"]
-    assert "--window=sat-sun 01:00-05:00 UTC" in apply["args"]
+    assert "--maintenance-window=sat-sun 01:00-05:00 UTC" in apply["args"]
     assert "--namespace=gpu-operator" in apply["args"]
     assert "--configmap=migscope-mig-parted-config" in apply["args"]
     assert spec["serviceAccountName"] == "migscope-apply"
@@ -1168,12 +1168,12 @@ def test_every_migscope_command_and_flag_in_the_templates_exists() -> None:
 
 def _value_parsers() -> dict[tuple[str, str], Any]:
     from migscope.applier.settings import parse_window_spec
-    from migscope.cli.analyze_cmd import parse_window
+    from migscope.cli.analyze_inputs import parse_window
 
-    durations = ("--timeout", "--drain-timeout", "--lease-wait")
+    durations = ("--node-timeout", "--drain-timeout", "--lease-wait")
     return {
         ("analyze", "--window"): parse_window,
-        ("apply", "--window"): parse_window_spec,
+        ("apply", "--maintenance-window"): parse_window_spec,
         **{("apply", flag): parse_window for flag in durations},
     }
 

@@ -35,7 +35,7 @@ def test_flags_beat_environment_beat_file(tmp_path: Path) -> None:
     [
         ({"overrides": {"interval": 0.01}}, "flag: interval: Input should be greater than or"),
         ({"overrides": {"bogus": 1}}, "flag: bogus: unknown setting"),
-        ({"overrides": {"listen": "x"}}, "flag: listen: Value error, expected [host]:port"),
+        ({"overrides": {"listen": "x"}}, "flag: listen: expected [host]:port"),
         (
             {"environ": {"MIGSCOPE_EXPORTER_INTREVAL": "2"}},
             "$MIGSCOPE_EXPORTER_INTREVAL: intreval: unknown setting",
@@ -69,3 +69,20 @@ def test_config_file_errors_name_the_file_and_line(tmp_path: Path) -> None:
     listed.write_text("- interval\n")
     with pytest.raises(SettingsError, match="expected a mapping"):
         load_settings(config_file=listed, environ={})
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"), [("500ms", 0.5), ("2s", 2.0), ("1.5", 1.5), (3, 3.0)]
+)
+def test_intervals_are_durations_from_flags_env_and_file(given: object, seconds: float) -> None:
+    assert load_settings(overrides={"interval": given}).interval == seconds
+    env = {"MIGSCOPE_EXPORTER_GPM_INTERVAL": str(given)}
+    assert load_settings(environ=env).gpm_interval == seconds
+
+
+def test_a_bad_interval_is_one_line_naming_the_flag() -> None:
+    with pytest.raises(SettingsError) as err:
+        load_settings(overrides={"interval": "soon"})
+    assert str(err.value) == (
+        "flag: interval: not a duration: 'soon' (e.g. 90s, 15m, 36h, 7d or 1h30m)"
+    )

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import click
 
 from migscope.cli.errors import InvalidInput
+from migscope.cli.params import Duration, chosen_format, deprecated_alias, format_option
 
 if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
     from migscope.applier.plan import ApplyPlan
@@ -96,7 +97,7 @@ def run_apply(
     try:
         parsed = tuple(parse_window_spec(w) for w in windows)
     except ValueError as exc:
-        raise InvalidInput(str(exc)) from None
+        raise InvalidInput(str(exc)) from exc
     why = plan.refusal(now=time.time(), allow_simulated=allow_simulated, max_age_s=max_plan_age_s)
     if apply and why:  # before the kubeconfig is even read: nothing to do with the cluster
         raise InvalidInput(str(PlanRefused(plan.source, why)))
@@ -118,14 +119,14 @@ def run_apply(
     try:
         api = api_client(kubeconfig, context=context)
     except KubeError as exc:
-        raise InvalidInput(str(exc)) from None
+        raise InvalidInput(str(exc)) from exc
     with api:
         try:
             report = Applier(Kube(api), settings).run(plan)
         except (LeaseHeld, LeaseLost, PlanRefused) as exc:
-            raise InvalidInput(str(exc)) from None
+            raise InvalidInput(str(exc)) from exc
         except ApiError as exc:
-            raise InvalidInput(f"Kubernetes API: {exc}") from None
+            raise InvalidInput(f"Kubernetes API: {exc}") from exc
     if output == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
@@ -156,14 +157,17 @@ def run_apply(
     help="Nodes changed per run.",
 )
 @click.option(
-    "--timeout",
-    "timeout",
+    "--node-timeout",
+    "node_timeout",
+    type=Duration(),
     default="20m",
     show_default=True,
     help="Per node: relabel to success/failed.",
 )
+@deprecated_alias("--timeout", "--node-timeout", "timeout", type=Duration())
 @click.option(
     "--drain-timeout",
+    type=Duration(),
     default="10m",
     show_default=True,
     help="Per node: evictions (PDBs) and pods going.",
@@ -172,8 +176,9 @@ def run_apply(
 @click.option(
     "--max-changes-per-node-per-day", type=click.IntRange(min=0), default=1, show_default=True
 )
+@deprecated_alias("--window", "--maintenance-window", "old_windows", multiple=True)
 @click.option(
-    "--window",
+    "--maintenance-window",
     "windows",
     multiple=True,
     metavar="SPEC",
@@ -193,7 +198,11 @@ def run_apply(
 )
 @click.option("--context", metavar="NAME", help="Kubeconfig context.")
 @click.option(
-    "--lease-wait", default="0s", show_default=True, help="Wait this long for another applier."
+    "--lease-wait",
+    type=Duration(positive=False),
+    default="0s",
+    show_default=True,
+    help="Wait this long for another applier.",
 )
 @click.option(
     "--allow-simulated",
@@ -207,54 +216,50 @@ def run_apply(
     metavar="DURATION",
     help="Refuse plans made longer ago (90m, 24h, 7d; 0: no limit).",
 )
-@click.option(
-    "--output", "-o", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(["text", "json"], help_text="What to print: text (default) or json.")
 def apply_command(
     plan_path: str,
     apply: bool,
     drain: bool,
     max_nodes: int,
-    timeout: str,
-    drain_timeout: str,
+    node_timeout: float,
+    timeout: float | None,
+    drain_timeout: float,
     max_changes_per_day: int,
     max_changes_per_node_per_day: int,
+    old_windows: tuple[str, ...],
     windows: tuple[str, ...],
     namespace: str,
     configmap: str | None,
     kubeconfig: str | None,
     context: str | None,
-    lease_wait: str,
+    lease_wait: float,
     allow_simulated: bool,
     max_plan_age: str,
-    output: str,
+    format_: str | None,
+    output: str | None,
 ) -> None:
     """Apply a plan's MIG layouts through the MIG Manager label workflow (dry run by default)."""
-    from migscope.applier.plan import PlanError, load_plan
-    from migscope.cli.analyze_cmd import parse_window
+    from migscope.applier.plan import load_plan
 
     max_age_s = parse_max_plan_age(max_plan_age)
-    try:
-        plan = load_plan(plan_path)
-    except PlanError as exc:
-        raise InvalidInput(str(exc)) from None
-    lease_s = 0.0 if lease_wait.strip() in ("0", "0s") else parse_window(lease_wait)
+    plan = load_plan(plan_path)
     code = run_apply(
         plan,
         apply=apply,
         drain=drain,
         max_nodes=max_nodes,
-        node_timeout_s=parse_window(timeout),
-        drain_timeout_s=parse_window(drain_timeout),
+        node_timeout_s=timeout if timeout is not None else node_timeout,
+        drain_timeout_s=drain_timeout,
         max_changes_per_day=max_changes_per_day,
         max_changes_per_node_per_day=max_changes_per_node_per_day,
-        windows=windows,
+        windows=(*old_windows, *windows),
         namespace=namespace,
         configmap=configmap,
         kubeconfig=kubeconfig,
         context=context,
-        lease_wait_s=lease_s,
-        output=output,
+        lease_wait_s=lease_wait,
+        output=chosen_format(format_, output, "text") or "text",
         allow_simulated=allow_simulated,
         max_plan_age_s=max_age_s,
     )

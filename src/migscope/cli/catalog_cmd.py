@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from migscope.cli.errors import InvalidInput
+from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import CatalogueError, GpuModel, all_models, find_model
 from migscope.core.layout import Layout, is_valid, maximal_layouts, valid_layouts
 
@@ -137,22 +138,18 @@ def _model_text(model: GpuModel, *, layouts: bool, maximal_only: bool) -> str:
 
 @click.command()
 @click.argument("model", required=False)
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Output format.",
-)
+@format_option(["table", "json"], help_text="What to print: table (default) or json.")
 @click.option("--layouts", is_flag=True, help="Also list every valid layout (needs MODEL).")
 @click.option("--maximal", is_flag=True, help="With --layouts: only layouts that cannot grow.")
-def catalog(model: str | None, output: str, layouts: bool, maximal: bool) -> None:
+def catalog(
+    model: str | None, format_: str | None, output: str | None, layouts: bool, maximal: bool
+) -> None:
     """Show MIG profiles and placements for MODEL, or list the catalogued GPU models.
 
     MODEL is a catalogue key (H200-141GB; a unique prefix such as H200 is enough), an NVML
     name ("NVIDIA H200") or a PCI device ID (0x233510DE).
     """
+    output = chosen_format(format_, output, "table")
     if model is None:
         if layouts or maximal:
             raise click.UsageError("--layouts needs a MODEL")

@@ -14,6 +14,7 @@ import sys
 import click
 
 from migscope.cli.errors import InvalidInput
+from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import GpuModel, UnknownGpuError, find_model
 from migscope.core.migparted import ConfigCheck, ConfigError, check_config, parse_config
 
@@ -28,28 +29,24 @@ __all__ = ["validate_config"]
     metavar="MODEL",
     help="Check every config for this GPU model only (catalogue key, NVML name or PCI ID).",
 )
-@click.option(
-    "--output",
-    "-o",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Report format.",
-)
-def validate_config(file: str, gpu_query: str | None, output: str) -> None:
+@format_option(["text", "json"], help_text="Report format: text (default) or json.")
+def validate_config(
+    file: str, gpu_query: str | None, format_: str | None, output: str | None
+) -> None:
     """Validate the mig-parted config FILE ('-' for stdin) against the MIG catalogue.
 
     Without --gpu, each entry is checked on every catalogued GPU model it can reach. With
     --gpu, every config meant for that model must fit it; configs for other models only are
     counted and skipped.
     """
+    output = chosen_format(format_, output, "text")
     gpu = _resolve_gpu(gpu_query)
     text = _read(file)
     try:
         config = parse_config(text)
     except ConfigError as exc:
         where = f"{file}:{exc.line}" if exc.line is not None else file
-        raise InvalidInput(f"{where}: {exc.message}{_more(exc)}") from None
+        raise InvalidInput(f"{where}: {exc.message}{_more(exc)}") from exc
     report = check_config(config, gpu=gpu)
     if output == "json":
         click.echo(json.dumps(_as_json(file, report), indent=2))
@@ -66,7 +63,7 @@ def _resolve_gpu(query: str | None) -> GpuModel | None:
     try:
         return find_model(query)
     except UnknownGpuError as exc:
-        raise InvalidInput(f"--gpu: {exc}") from None
+        raise InvalidInput(f"--gpu: {exc}") from exc
 
 
 def _read(file: str) -> str:
@@ -77,9 +74,9 @@ def _read(file: str) -> str:
         with open(file, encoding="utf-8") as handle:
             return handle.read()
     except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{file}: not UTF-8 text (byte {exc.start})") from None
+        raise InvalidInput(f"{file}: not UTF-8 text (byte {exc.start})") from exc
     except OSError as exc:
-        raise InvalidInput(f"{file}: cannot read: {exc.strerror or exc}") from None
+        raise InvalidInput(f"{file}: cannot read: {exc.strerror or exc}") from exc
 
 
 def _more(exc: ConfigError) -> str:

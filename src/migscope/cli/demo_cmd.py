@@ -17,10 +17,12 @@ import time
 
 import click
 
-from migscope.analyzer.policy import default_policy
+from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.report import write_reports
-from migscope.cli.analyze_cmd import parse_window, run_analysis, summary_lines
+from migscope.analyzer.run import run
+from migscope.cli.analyze_inputs import choose_source, parse_window, progress_reporter
 from migscope.cli.errors import InvalidInput
+from migscope.cli.summary import summary_lines
 
 __all__ = ["DEMO_FLEET", "demo"]
 
@@ -64,24 +66,22 @@ def demo(
     click.echo(
         f"Simulating {window} of {scenario.replace(',', ' + ')} and analysing it{through} ..."
     )
-    result = run_analysis(
+    say = progress_reporter(sys.stderr.isatty())
+    source = choose_source(
         source=None,
         simulate=scenario,
         prometheus=None,
-        window_s=window_s,
-        step=60.0,
-        policy=default_policy(),
-        price=price_per_gpu_hour,
-        headroom=0.10,
-        objective="consolidate",
-        time_limit_s=5.0,
-        show_progress=sys.stderr.isatty(),
-        prometheus_embedded=prometheus_embedded,
+        embedded=prometheus_embedded,
+        bearer_token_file=None,
+        timeout_s=60.0,
+        progress=say,
     )
+    options = AnalyzeOptions(window_s=window_s, price_per_gpu_hour=price_per_gpu_hour, progress=say)
+    result = run(source, options)
     try:
         written = write_reports(result, out_dir)
     except OSError as exc:
-        raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from None
+        raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
     for line in summary_lines(result):
         click.echo(line)
     click.echo("Wrote:")

@@ -57,6 +57,8 @@ class _LazyGroup(click.Group):
         """Run the subcommand; a :class:`UserError` from anywhere below becomes one line."""
         try:
             return super().invoke(ctx)
+        except click.ClickException:
+            raise  # click's usage errors, and InvalidInput: printed by click as they are
         except UserError as exc:
             if os.environ.get("MIGSCOPE_DEBUG"):
                 raise

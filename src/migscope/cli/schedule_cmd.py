@@ -1,6 +1,6 @@
 """``migscope schedule``: run reports and applies on cron schedules from one config file.
 
-The logic lives in :mod:`migscope.scheduler.schedule`; this module reads the options, turns a
+The logic lives in :mod:`migscope.scheduler`; this module reads the options, turns a
 bad file into one line on stderr (exit 1) and maps a run to the exit status. The scheduler's
 own output is JSON lines on stderr; ``--check`` prints a table on stdout.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import click
 
 from migscope.cli.errors import InvalidInput
-from migscope.scheduler.schedule import (
+from migscope.cli.params import Duration, seconds
+from migscope.scheduler import (
     DEFAULT_SHUTDOWN_GRACE_SECONDS,
     JsonLog,
     ScheduleConfig,
-    ScheduleError,
     load_schedule,
     next_fire_times,
     run_once,
@@ -49,10 +49,10 @@ def check_lines(config: ScheduleConfig) -> list[str]:
 @click.option("--once", metavar="JOB", help="Run JOB now and exit with its status.")
 @click.option(
     "--shutdown-grace",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    type=Duration(positive=False),
+    default=seconds(DEFAULT_SHUTDOWN_GRACE_SECONDS),
     show_default=True,
-    help="Seconds a running job may finish after SIGTERM/SIGINT before it is terminated.",
+    help="How long a running job may finish after SIGTERM/SIGINT before it is terminated.",
 )
 @click.pass_context
 def schedule_command(
@@ -69,10 +69,7 @@ def schedule_command(
     """
     if check and once is not None:
         raise click.UsageError("--check and --once exclude each other")
-    try:
-        config = load_schedule(config_file)
-    except ScheduleError as exc:
-        raise InvalidInput(str(exc)) from None
+    config = load_schedule(config_file)
     if check:
         for line in check_lines(config):
             click.echo(line)

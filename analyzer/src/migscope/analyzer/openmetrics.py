@@ -43,6 +43,7 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_fd_to_metric_families as text_families
 
 from migscope.analyzer.stats import TimeSeries
+from migscope.core.errors import one_line
 from migscope.core.yaml_messages import FileProblemError
 
 __all__ = [
@@ -161,7 +162,7 @@ def read_exposition(
                 chunk_size=chunk_size,
             )
     except OSError as exc:
-        raise ExpositionError(exc.strerror or str(exc), source=source) from None
+        raise ExpositionError(exc.strerror or str(exc), source=source) from exc
 
 
 def parse_exposition(
@@ -224,7 +225,7 @@ def _utf8_lines(handle: IO[bytes], source: str) -> Iterator[str]:
                 f"not UTF-8 text (byte {exc.start + 1} of the line is {raw[exc.start]:#04x})",
                 source=source,
                 line=number,
-            ) from None
+            ) from exc
 
 
 class _CountingLines:
@@ -408,13 +409,13 @@ def _read(
                 f"not valid {kind}: {_describe(exc)}",
                 source=source,
                 line=chunk.file_line(counted.count),
-            ) from None
+            ) from exc
     return accumulator.result(source=source, openmetrics=openmetrics)
 
 
 def _describe(exc: Exception) -> str:
     """The parser's complaint on one line (its messages may quote the whole bad line)."""
-    text = " ".join(str(exc).split())
-    if not text:
+    if not str(exc).strip():
         return f"unparsable line ({type(exc).__name__})"
+    text = one_line(exc)
     return text if len(text) <= 160 else text[:157] + "..."

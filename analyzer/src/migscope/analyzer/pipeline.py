@@ -28,56 +28,24 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable, Mapping, Sequence
 
 from migscope.analyzer.classify import Classification, Status, classify
-from migscope.analyzer.demand import (
-    DEFAULT_HEADROOM,
-    PoolDemand,
-    PoolSelector,
-    is_held,
-    pool_demand,
-    pool_key,
-)
-from migscope.analyzer.model import JsonValue, SliceStats
-from migscope.analyzer.plan import (
-    GpuState,
-    Instance,
-    LowerBound,
-    Plan,
-    Weights,
-    lower_bound,
-    plan_layouts,
-)
-from migscope.analyzer.policy import Policy, default_policy
+from migscope.analyzer.demand import PoolDemand, is_held, pool_demand, pool_key
+from migscope.analyzer.model import SliceStats
+from migscope.analyzer.options import AnalyzeOptions, Objective
+from migscope.analyzer.plan import GpuState, Instance, Plan, Weights, lower_bound, plan_layouts
+from migscope.analyzer.policy import Policy
+from migscope.analyzer.result import AnalysisResult, PoolResult, SliceResult
 from migscope.analyzer.safety import History, pin_reason
-from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, slice_stats
+from migscope.analyzer.savings import catalogue_model, savings
+from migscope.analyzer.stats import SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
-from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
-from migscope.core.disruption import (
-    GpuLayouts,
-    SliceOnGpu,
-    pods_losing_device,
-    recreated_gpus,
-    violations,
-)
+from migscope.core.catalogue import GpuModel, UnknownProfileError
 from migscope.core.migparted import MigPartedConfig, merge_configs
 from migscope.core.named_layouts import generated_configs, layout_for_gpu
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "AnalysisResult",
-    "Objective",
-    "PoolResult",
-    "SliceResult",
-    "analyze",
-    "iso_utc",
-]
-
-SCHEMA_VERSION = 1
-"""Version of :meth:`AnalysisResult.to_json`'s schema (docs/report-schema.md)."""
+__all__ = ["NO_ATTRIBUTION", "analyze"]
 
 NO_ATTRIBUTION = (
     "no slice has a pod attached: pod attribution is missing (the kubelet socket for "
@@ -86,316 +54,6 @@ NO_ATTRIBUTION = (
     "applier's live pod check stays the guard for the rest"
 )
 """Said when no slice of the analysis names a pod."""
-
-Progress = Callable[[str], None]
-Objective = Literal["consolidate", "minimal-change"]
-"""What the plan optimises after covering demand (see :func:`analyze`)."""
-
-
-@dataclass(frozen=True)
-class SliceResult:
-    """One slice with its verdict and the part it plays in the plan.
-
-    Attributes:
-        stats: Window statistics.
-        verdict: The classification.
-        current: Exists at the end of the window (False: a re-partition removed it).
-        held: A pod held it for at least the policy's allocated fraction.
-        in_use: Pinned for the planner (held, busy and right-sized; see the module doc).
-        demand_profile: The profile it adds to demand, or None.
-        pin: Why it pins its GPU, which the plan must then leave exactly as it is (None: it
-            does not; see :mod:`migscope.analyzer.safety`).
-    """
-
-    stats: SliceStats
-    verdict: Classification
-    current: bool
-    held: bool
-    in_use: bool
-    demand_profile: str | None
-    pin: str | None = None
-
-    @property
-    def status(self) -> Status:
-        """Shortcut for ``verdict.status``."""
-        return self.verdict.status
-
-    def to_dict(self) -> dict[str, JsonValue]:
-        """The slice as the report's ``slices[]`` entry."""
-        info, owner = self.stats.info, self.stats.main_owner
-        return {
-            "node": info.key.node,
-            "gpu": info.key.gpu,
-            "gpu_uuid": info.key.gpu_uuid,
-            "gpu_instance_id": info.key.gpu_instance_id,
-            "model": info.model,
-            "profile": info.profile,
-            "placement_start": info.placement_start,
-            "mig_uuid": info.mig_uuid,
-            "status": self.verdict.status.value,
-            "confidence": self.verdict.confidence,
-            "reason": self.verdict.reason,
-            "suggested_profile": self.verdict.suggested_profile,
-            "evidence": dict(self.verdict.evidence),
-            "namespace": owner.namespace if owner is not None else None,
-            "pod": owner.pod if owner is not None else None,
-            "owners": [o.to_dict() for o in self.stats.owners],
-            "energy_joules": self.stats.to_dict()["energy_joules"],
-            "hourly": self.stats.hourly.to_dict() if self.stats.hourly is not None else None,
-            "current": self.current,
-            "in_use": self.in_use,
-            "demand_profile": self.demand_profile,
-            "pin": self.pin,
-        }
-
-    def pods(self) -> tuple[str, ...]:
-        """``namespace/pod`` of every pod seen holding the slice in the window."""
-        return tuple(sorted({f"{o.namespace}/{o.pod}" for o in self.stats.owners}))
-
-
-@dataclass(frozen=True)
-class PoolResult:
-    """One pool's demand, plan and bound.
-
-    Attributes:
-        pool: Pool key (the GPU model key, optionally refined).
-        model: The pool's GPU model.
-        gpus: The pool's GPUs as they are now.
-        demand: What the pool must offer.
-        plan: The planner's answer.
-        bound: Bin-packing lower bound on GPUs for the demand.
-        replays: The window's hourly demand replayed against layouts: ``current``,
-            ``proposed`` and, when asked, ``what_if`` (empty without per-hour data).
-    """
-
-    pool: str
-    model: GpuModel
-    gpus: tuple[GpuState, ...]
-    demand: PoolDemand
-    plan: Plan
-    bound: LowerBound
-    replays: Mapping[str, Replay] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AnalysisResult:
-    """Everything one analysis found; :meth:`to_json` is the documented report schema.
-
-    Attributes:
-        window_start: Window start, Unix seconds.
-        window_end: Window end, Unix seconds.
-        step: Sample interval the statistics assumed, seconds.
-        slices: Every slice with its verdict, sorted by node, GPU and GI id.
-        pools: One result per pool, sorted by pool key.
-        savings: Headline numbers (see :func:`_savings`).
-        mig_parted: Every pool's configs merged into one mig-parted file (None when no
-            pool was planned).
-        node_configs: ``{node: config}``, the values for ``nvidia.com/mig.config``.
-        price_per_gpu_hour: The price used for money figures, if any.
-        notes: Things the reader should know (uncatalogued models, unplaceable slices).
-        what_if: ``{node or "*": config}`` replayed as the what-if layout, if asked.
-        history: How much history the analysis rests on, against the policy's minimum.
-        provenance: Where the data came from and when the report was made (the CLI sets
-            it; the applier refuses simulated and stale plans on it).
-    """
-
-    window_start: float
-    window_end: float
-    step: float
-    slices: tuple[SliceResult, ...]
-    pools: tuple[PoolResult, ...]
-    savings: Mapping[str, Any]
-    mig_parted: MigPartedConfig | None
-    node_configs: Mapping[str, str]
-    price_per_gpu_hour: float | None = None
-    notes: tuple[str, ...] = field(default=())
-    what_if: Mapping[str, str] | None = None
-    history: History | None = None
-    provenance: Mapping[str, Any] | None = None
-
-    @property
-    def window_hours(self) -> float:
-        """Window length in hours."""
-        return (self.window_end - self.window_start) / 3600.0
-
-    def count(self, status: Status) -> int:
-        """Current slices with ``status``."""
-        return sum(1 for s in self.slices if s.current and s.status is status)
-
-    def recommendations(self) -> list[dict[str, Any]]:
-        """One entry per node whose layout the plan changes (see docs/report-schema.md).
-
-        What a change destroys is computed by :mod:`migscope.core.disruption`, the code the
-        applier uses too: every GPU whose layout differs is re-created whole, so every pod
-        seen on any slice of such a GPU is listed in ``pods_to_move`` and the change is
-        disruptive. Each entry is checked against the safety contract before it is returned;
-        a violation is a bug in the planner, so it raises rather than reaching a cluster.
-        """
-        on_node: dict[str, list[SliceResult]] = defaultdict(list)
-        for s in self.slices:
-            if s.current:
-                on_node[s.stats.info.key.node].append(s)
-        out: list[dict[str, Any]] = []
-        for pool in self.pools:
-            by_node: dict[str, list[Any]] = defaultdict(list)
-            for gpu in pool.plan.gpus:
-                by_node[gpu.node].append(gpu)
-            for node_plan in pool.plan.nodes:
-                gpus = sorted(by_node[node_plan.node], key=lambda g: g.index)
-                if not node_plan.changed:
-                    continue
-                layouts = [
-                    GpuLayouts(
-                        g.index,
-                        g.current.layout.as_dict(),
-                        g.proposed.layout.as_dict(),
-                        g.current.mig_enabled,
-                        g.proposed.mig_enabled,
-                    )
-                    for g in gpus
-                ]
-                slices = [_on_gpu(s, pool.model) for s in on_node[node_plan.node]]
-                recreated = recreated_gpus(layouts)
-                pods = pods_losing_device(recreated, slices)
-                rec: dict[str, Any] = {
-                    "node": node_plan.node,
-                    "pool": pool.pool,
-                    "model": pool.model.key,
-                    "current": [{"gpu": g.index, **g.current.as_dict()} for g in gpus],
-                    "proposed": [{"gpu": g.index, **g.proposed.as_dict()} for g in gpus],
-                    "mig_config": node_plan.mig_config,
-                    "disruptive": node_plan.disruptive or bool(pods),
-                    "pods_to_move": list(pods),
-                    "gpus_recreated": list(recreated),
-                    "slices": [x.as_dict() for x in sorted(slices, key=_slice_order)],
-                    "gpus": [g.as_dict() for g in gpus],
-                }
-                broken = violations(rec)
-                if broken:
-                    raise AssertionError(f"planner broke the safety contract: {broken[0]}")
-                out.append(rec)
-        return out
-
-    def node_plan(self) -> dict[str, Any]:
-        """The node → config plan: every planned node, its config, and whether it changes.
-
-        ``disruptive`` is the recommendation's (every pod on a re-created GPU counts), and
-        the provenance travels with it so that the applier can refuse simulated data.
-        """
-        recs = {r["node"]: r for r in self.recommendations()}
-        nodes = []
-        for n in (n for p in self.pools for n in p.plan.nodes):
-            entry = n.as_dict()
-            if n.node in recs:
-                entry["disruptive"] = recs[n.node]["disruptive"]
-                entry["pods_to_move"] = recs[n.node]["pods_to_move"]
-            nodes.append(entry)
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "nodes": sorted(nodes, key=lambda n: n["node"]),
-            "provenance": dict(self.provenance) if self.provenance is not None else None,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data, ``schema_version`` 1 (docs/report-schema.md)."""
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "window": {
-                "start": iso_utc(self.window_start),
-                "end": iso_utc(self.window_end),
-                "start_unix": self.window_start,
-                "end_unix": self.window_end,
-                "hours": round(self.window_hours, 4),
-                "step_seconds": self.step,
-            },
-            "summary": {
-                "slices": sum(1 for s in self.slices if s.current),
-                "history_only_slices": sum(1 for s in self.slices if not s.current),
-                "by_status": {
-                    status.value: self.count(status) for status in Status if self.count(status)
-                },
-            },
-            "slices": [s.to_dict() for s in self.slices],
-            "pools": [
-                {
-                    "pool": p.pool,
-                    "model": p.model.key,
-                    "gpus": len(p.gpus),
-                    "demand": p.demand.as_dict(),
-                    "plan": p.plan.summary(),
-                    "solve": p.plan.solve.as_dict(),
-                    "lower_bound": p.bound.as_dict(),
-                    "replay": {name: r.as_dict() for name, r in p.replays.items()},
-                }
-                for p in self.pools
-            ],
-            "recommendations": self.recommendations(),
-            "mig_parted_config": (
-                self.mig_parted.model_dump(by_alias=True, exclude_none=True)
-                if self.mig_parted is not None
-                else None
-            ),
-            "node_configs": dict(sorted(self.node_configs.items())),
-            "savings": dict(self.savings),
-            "what_if": self.what_if_summary(),
-            "evidence": self.history.as_dict() if self.history is not None else None,
-            "provenance": dict(self.provenance) if self.provenance is not None else None,
-            "notes": list(self.notes),
-        }
-
-    def what_if_summary(self) -> dict[str, Any] | None:
-        """The what-if layout's replay over all pools, or None when none was asked for."""
-        if self.what_if is None:
-            return None
-        runs = [p.replays["what_if"] for p in self.pools if "what_if" in p.replays]
-        proposed = [p.replays["proposed"] for p in self.pools if "proposed" in p.replays]
-
-        def totals(replays: Sequence[Replay]) -> dict[str, float]:
-            demand = sum(r.demand_instance_hours for r in replays)
-            unmet = sum(r.unmet_instance_hours for r in replays)
-            served = 1.0 - unmet / demand if demand > 0 else 1.0
-            return {
-                "unmet_instance_hours": round(unmet, 3),
-                "demand_instance_hours": round(demand, 3),
-                "served_share": round(served, 4),
-            }
-
-        return {
-            "configs": dict(sorted(self.what_if.items())),
-            "pools_replayed": len(runs),
-            **totals(runs),
-            "proposed": totals(proposed),
-        }
-
-
-def iso_utc(seconds: float) -> str:
-    """Unix seconds as the report writes times: ISO 8601 in UTC with a ``Z``."""
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _on_gpu(result: SliceResult, model: GpuModel) -> SliceOnGpu:
-    """A current slice as the safety contract sees it (profile in the catalogue's name)."""
-    info = result.stats.info
-    try:
-        profile = model.profile(info.profile).name
-    except UnknownProfileError:
-        profile = info.profile
-    return SliceOnGpu(info.key.gpu, profile, result.status.value, result.pods(), result.pin)
-
-
-def _slice_order(s: SliceOnGpu) -> tuple[int, str, str]:
-    return (s.gpu, s.profile, s.status)
-
-
-def _model(key: str | None) -> GpuModel | None:
-    if key is None:
-        return None
-    try:
-        return find_model(key)
-    except ValueError:
-        return None
 
 
 def _last_seen(series: SliceSeries) -> float:
@@ -492,60 +150,39 @@ def analyze(
     slices: Iterable[SliceSeries | SliceStats],
     *,
     window: tuple[float, float],
-    policy: Policy | None = None,
-    step: float = DEFAULT_STEP_SECONDS,
-    pending: Sequence[tuple[str, int]] = (),
-    headroom: float = DEFAULT_HEADROOM,
-    price_per_gpu_hour: float | None = None,
-    time_limit_s: float = 5.0,
-    selector: PoolSelector | None = None,
-    keep_mis_sized: bool = False,
-    objective: Objective = "consolidate",
-    progress: Progress | None = None,
-    what_if: Mapping[str, str] | None = None,
-    what_if_config: MigPartedConfig | None = None,
+    options: AnalyzeOptions | None = None,
 ) -> AnalysisResult:
     """Analyse a window of slice history and plan every pool.
+
+    Most callers want :func:`migscope.analyzer.run.run`, which gets the window and the
+    slices from a :class:`~migscope.analyzer.sources.base.Source`; this is the pure part,
+    for slices already at hand (tests, benchmarks).
 
     Args:
         slices: Raw per-slice series (file, simulator) or statistics computed elsewhere
             (the Prometheus source). Consumed once, one slice at a time.
         window: ``(start, end)`` Unix seconds.
-        policy: Classification thresholds; the packaged default when None.
-        step: Sample interval for coverage, seconds.
-        pending: ``(profile, count)`` of pods waiting for ``nvidia.com/mig-*``; each goes to
-            the first pool (by key) whose model offers the profile.
-        headroom: Extra share of each demanded profile, rounded to the nearest instance.
-        price_per_gpu_hour: Adds money figures to the savings when given.
-        time_limit_s: Solver time limit per pool.
-        selector: Hook splitting pools further (see :func:`~migscope.analyzer.demand.pool_key`).
-        keep_mis_sized: Pin oversized/saturated held slices at their current size instead of
-            letting the plan re-size them.
-        objective: ``"consolidate"`` (default: cover demand, then strand as few slices
-            and so free as many GPUs as possible, then change as few GPUs as possible) or
-            ``"minimal-change"`` (cover demand with the fewest GPU changes; frees GPUs only
-            where that costs no extra change). See docs/planner.md, Weights.
-        progress: Called with a short message at each stage (the CLI shows it on a TTY).
-        what_if: ``{node: config name}`` (``"*"`` for every other node) to replay against
-            the window's hourly demand besides the current and proposed layouts (see
-            :mod:`~migscope.analyzer.whatif`); GPUs no entry selects keep their layout.
-        what_if_config: The mig-parted config the names come from; MIG Manager's generated
-            configs (``all-balanced``, ``all-<profile>``, ...) when None.
+        options: How to judge and plan (:class:`AnalyzeOptions`; its defaults when None).
+            ``objective`` ``"consolidate"`` covers demand, then strands as few slices and
+            so frees as many GPUs as possible, then changes as few GPUs as possible;
+            ``"minimal-change"`` covers demand with the fewest GPU changes (docs/planner.md).
+            Each pending ``(profile, count)`` goes to the first pool (by key) whose model
+            offers the profile; ``what_if`` layouts are replayed against the window's
+            hourly demand (:mod:`~migscope.analyzer.whatif`).
 
     Returns:
         The :class:`AnalysisResult`.
 
     Raises:
-        ValueError: a bad window, step, headroom or price.
         UnknownConfigError: a what-if name is not in the config.
     """
+    options = options or AnalyzeOptions()
+    policy, step, selector = options.policy, options.step_s, options.selector
+    keep_mis_sized, objective = options.keep_mis_sized, options.objective
+    what_if, what_if_config = options.what_if, options.what_if_config
+    price_per_gpu_hour = options.price_per_gpu_hour
     start, end = window
-    if price_per_gpu_hour is not None and not (
-        math.isfinite(price_per_gpu_hour) and price_per_gpu_hour >= 0
-    ):
-        raise ValueError(f"price per GPU-hour must be a number >= 0, got {price_per_gpu_hour}")
-    policy = policy or default_policy()
-    say = progress or (lambda _msg: None)
+    say = options.say
     notes: list[str] = []
 
     staged: list[tuple[SliceStats, Classification, float]] = []
@@ -556,7 +193,7 @@ def analyze(
         else:
             stats = item
             seen = item.last_seen if item.last_seen is not None else -math.inf
-        verdict = classify(stats, model=_model(stats.info.model), policy=policy)
+        verdict = classify(stats, model=catalogue_model(stats.info.model), policy=policy)
         staged.append((stats, verdict, seen))
         if n % 10 == 0:
             say(f"classified {n} slices")
@@ -579,7 +216,7 @@ def analyze(
     results: list[tuple[SliceResult, float]] = []
     for stats, verdict, seen in staged:
         held = is_held(stats, policy=policy)
-        model = _model(stats.info.model)
+        model = catalogue_model(stats.info.model)
         right = _demand_profile(stats, verdict, model, policy)
         mis_sized = right is not None and right != stats.info.profile
         in_use = held and verdict.status is not Status.IDLE and right is not None
@@ -603,10 +240,10 @@ def analyze(
 
     current_ids: set[int] = set()
     pool_results: list[PoolResult] = []
-    waiting = list(pending)
+    waiting = list(options.pending)
     for key in sorted(pools):
         model_key = pools[key][0][0].stats.info.model
-        model = _model(model_key)
+        model = catalogue_model(model_key)
         if model is None:
             continue
         states, current, unplanned = _gpu_states(
@@ -623,7 +260,7 @@ def analyze(
             if id(r) in current and r.stats.info.key.node not in unplanned
         ]
         demand = pool_demand(
-            members, pool=key, model=model, pending=mine, headroom=headroom, policy=policy
+            members, pool=key, model=model, pending=mine, headroom=options.headroom, policy=policy
         )
         if keep_mis_sized:
             demand = _pinned_demand(demand, pools[key], current, model)
@@ -633,7 +270,7 @@ def analyze(
             model,
             states,
             demand.total,
-            time_limit_s=time_limit_s,
+            time_limit_s=options.time_limit_s,
             weights=_weights(objective, model, states),
             park_free=objective == "consolidate",
         )
@@ -676,14 +313,14 @@ def analyze(
                     f"{node}: GPUs of several pools; configs {name} and {node_configs[node]}"
                 )
             node_configs.setdefault(node, name)
-    savings = _savings(final, pool_results, hours=(end - start) / 3600.0, price=price_per_gpu_hour)
+    headline = savings(final, pool_results, hours=(end - start) / 3600.0, price=price_per_gpu_hour)
     return AnalysisResult(
         window_start=start,
         window_end=end,
         step=step,
         slices=final,
         pools=tuple(pool_results),
-        savings=savings,
+        savings=headline,
         mig_parted=mig_parted,
         node_configs=node_configs,
         price_per_gpu_hour=price_per_gpu_hour,
@@ -791,139 +428,3 @@ def _pinned_demand(
         demand.contributions,
         demand.notes,
     )
-
-
-def _slice_gpu_share(result: SliceResult) -> float:
-    """The slice's share of a whole GPU, by compute slices (0 when uncatalogued)."""
-    model = _model(result.stats.info.model)
-    if model is None:
-        return 0.0
-    try:
-        return model.profile(result.stats.info.profile).compute_slices / model.compute_slices
-    except UnknownProfileError:
-        return 0.0
-
-
-def _excess_share(result: SliceResult) -> float:
-    """For an oversized slice: the GPU share its suggested profile would give back."""
-    model = _model(result.stats.info.model)
-    suggested = result.verdict.suggested_profile
-    if model is None or suggested is None:
-        return 0.0
-    try:
-        now = model.profile(result.stats.info.profile).compute_slices
-        then = model.profile(suggested).compute_slices
-    except UnknownProfileError:
-        return 0.0
-    return max(0, now - then) / model.compute_slices
-
-
-def _savings(
-    slices: Sequence[SliceResult],
-    pools: Sequence[PoolResult],
-    *,
-    hours: float,
-    price: float | None,
-) -> dict[str, Any]:
-    """Headline savings: what the plan frees and what the window wasted, by namespace.
-
-    GPU-hours of a slice are its compute-slice share of a GPU times the hours it was
-    observed in the window (coverage × window), so a slice that existed half the week
-    counts half.
-    """
-    current = [s for s in slices if s.current]
-    by_ns: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"idle_gpu_hours": 0.0, "oversized_gpu_hours": 0.0, "slices": 0.0}
-    )
-    idle_hours = unalloc_hours = oversized_hours = 0.0
-    for s in current:
-        observed = hours * min(1.0, s.stats.coverage)
-        owner = s.stats.main_owner
-        namespace = owner.namespace if owner is not None else "(unallocated)"
-        if s.status is Status.IDLE:
-            gh = _slice_gpu_share(s) * observed
-            idle_hours += gh
-            by_ns[namespace]["idle_gpu_hours"] += gh
-            by_ns[namespace]["slices"] += 1
-        elif s.status is Status.UNALLOCATED:
-            gh = _slice_gpu_share(s) * observed
-            unalloc_hours += gh
-            by_ns["(unallocated)"]["idle_gpu_hours"] += gh
-            by_ns["(unallocated)"]["slices"] += 1
-        elif s.status is Status.OVERSIZED and s.held:
-            gh = _excess_share(s) * observed
-            oversized_hours += gh
-            by_ns[namespace]["oversized_gpu_hours"] += gh
-            by_ns[namespace]["slices"] += 1
-    compute_reclaimable = sum(
-        round(_slice_gpu_share(s) * (_model(s.stats.info.model) or _NO_MODEL).compute_slices)
-        for s in current
-        if s.status in (Status.IDLE, Status.UNALLOCATED)
-    ) + sum(
-        round(_excess_share(s) * (_model(s.stats.info.model) or _NO_MODEL).compute_slices)
-        for s in current
-        if s.status is Status.OVERSIZED and s.held
-    )
-    gpus = sum(len(p.plan.gpus) for p in pools)
-    busy_before = sum(1 for p in pools for g in p.gpus if any(i.in_use for i in g.instances))
-    held_before = {
-        (s.stats.info.key.node, s.stats.info.key.gpu)
-        for s in current
-        if s.held and s.status is not Status.IDLE
-    }
-    used_after = sum(p.plan.gpus_used for p in pools)
-    free_before = gpus - len({k for k in held_before if _in_pools(k, pools)})
-    freed = max(0, (gpus - used_after) - free_before)
-    wasted = idle_hours + unalloc_hours + oversized_hours
-    out: dict[str, Any] = {
-        "idle_slices": sum(1 for s in current if s.status is Status.IDLE),
-        "unallocated_slices": sum(1 for s in current if s.status is Status.UNALLOCATED),
-        "oversized_slices": sum(1 for s in current if s.status is Status.OVERSIZED),
-        "compute_slices_reclaimable": compute_reclaimable,
-        "gpus_planned": gpus,
-        "gpus_in_use_before": gpus - free_before,
-        "gpus_pinned_before": busy_before,
-        "gpus_used_after": used_after,
-        "gpus_freed": freed,
-        "gpus_changed": sum(p.plan.gpus_changed for p in pools),
-        "nodes_changed": sum(p.plan.nodes_changed for p in pools),
-        "unmet_demand": sum(p.plan.unmet_total for p in pools),
-        "stranded_compute_slices": sum(p.plan.stranded_compute_slices for p in pools),
-        "window_hours": round(hours, 4),
-        "gpu_hours_freed": round(freed * hours, 4),
-        "idle_gpu_hours": round(idle_hours, 4),
-        "unallocated_gpu_hours": round(unalloc_hours, 4),
-        "oversized_gpu_hours": round(oversized_hours, 4),
-        "wasted_gpu_hours": round(wasted, 4),
-        "by_namespace": [
-            {
-                "namespace": ns,
-                "slices": int(v["slices"]),
-                "idle_gpu_hours": round(v["idle_gpu_hours"], 4),
-                "oversized_gpu_hours": round(v["oversized_gpu_hours"], 4),
-                "wasted_gpu_hours": round(v["idle_gpu_hours"] + v["oversized_gpu_hours"], 4),
-            }
-            for ns, v in sorted(
-                by_ns.items(),
-                key=lambda kv: -(kv[1]["idle_gpu_hours"] + kv[1]["oversized_gpu_hours"]),
-            )
-        ],
-        "price_per_gpu_hour": price,
-    }
-    if price is not None:
-        out["wasted_cost"] = round(wasted * price, 2)
-        out["freed_cost"] = round(freed * hours * price, 2)
-        for row in out["by_namespace"]:
-            row["wasted_cost"] = round(row["wasted_gpu_hours"] * price, 2)
-    return out
-
-
-class _NoModel:
-    compute_slices = 0
-
-
-_NO_MODEL: Any = _NoModel()
-
-
-def _in_pools(key: tuple[str, int], pools: Sequence[PoolResult]) -> bool:
-    return any((g.node, g.index) == key for p in pools for g in p.gpus)

@@ -4,18 +4,19 @@ What counts as "idle" is a site decision (a 5 % p95 may be idle for a training c
 normal for an inference fleet), so the numbers live in a YAML file rather than in code. The
 packaged ``policy-default.yaml`` holds the defaults with comments; ``docs/classification.md``
 explains each key. A user's file may set only the keys it changes: each field defaults to the
-packaged value (a test keeps the two equal).
+packaged value (a test keeps the two equal). The idle thresholds, which the dashboards and the
+alerts share, come from :mod:`migscope.core.thresholds`.
 
 A policy is read strictly, because a typo in a threshold silently falls back to a default and
 changes every verdict: unknown keys, duplicate keys, strings or booleans where numbers belong,
 ratios outside 0..1 and contradictory thresholds (idle above saturated) are errors, reported
-as one line naming the file, the line and the key.
+as one line naming the file, the line and the key (worded by the one formatter of pydantic
+errors, :mod:`migscope.core.validation`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -29,18 +30,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
-from migscope.core.yaml_messages import (
-    FileProblemError,
-    Loc,
-    YamlProblem,
-    compose_with_lines,
-    describe_location,
-    describe_value,
-    first_problem,
-    line_for,
-)
+from migscope.core.thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
+from migscope.core.validation import Wording, first_validation_problem
+from migscope.core.yaml_messages import FileProblemError, Loc, YamlProblem, compose_with_lines
 
 __all__ = [
     "AllocatedPolicy",
@@ -63,6 +57,9 @@ Factor = Annotated[float, Field(gt=0.0, le=1.0)]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
+_POLICY_ERROR = "policy"
+"""The ``PydanticCustomError`` type of the policy's own problems (contradictory thresholds)."""
+
 
 class PolicyError(FileProblemError):
     """A policy file that cannot be used; the message is ``FILE:LINE: key: what``."""
@@ -80,9 +77,9 @@ class IdlePolicy(BaseModel):
     """When a held slice counts as unused. Both conditions must hold (where known)."""
 
     model_config = _STRICT
-    activity_p95_below: Ratio = 0.05
+    activity_p95_below: Ratio = IDLE_ACTIVITY_BELOW
     """p95 graphics-engine activity below this ..."""
-    memory_p95_below: Ratio = 0.10
+    memory_p95_below: Ratio = IDLE_MEMORY_BELOW
     """... and p95 memory use below this share of the slice's memory."""
 
 
@@ -185,7 +182,9 @@ class Policy(BaseModel):
         for ok, key, message in checks:
             if not ok:
                 raise PydanticCustomError(
-                    "policy", "{key}: {message}", {"key": key, "message": message}
+                    _POLICY_ERROR,
+                    "{where}: {message}",
+                    {"where": key, "message": message, "at": tuple(key.split("."))},
                 )
         return self
 
@@ -218,9 +217,9 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
     try:
         text = Path(source).read_text(encoding="utf-8")
     except OSError as exc:
-        raise PolicyError(exc.strerror or str(exc), source=source) from None
+        raise PolicyError(exc.strerror or str(exc), source=source) from exc
     except UnicodeDecodeError as exc:
-        raise PolicyError(f"not UTF-8 text ({exc.reason})", source=source) from None
+        raise PolicyError(f"not UTF-8 text ({exc.reason})", source=source) from exc
     return parse_policy(text, source=source)
 
 
@@ -238,43 +237,35 @@ def parse_policy(text: str, *, source: str = "<policy>") -> Policy:
     try:
         data, lines = compose_with_lines(text)
     except YamlProblem as exc:
-        raise PolicyError(exc.message, source=source, line=exc.line) from None
+        raise PolicyError(exc.message, source=source, line=exc.line) from exc
     if data is None:
         return Policy()
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        line, message = first_problem(_describe(err, lines) for err in exc.errors())
-        raise PolicyError(message, source=source, line=line) from None
+        line, message = first_validation_problem(
+            exc, lines, custom_type=_POLICY_ERROR, allowed=_allowed, wording=_wording
+        )
+        raise PolicyError(message, source=source, line=line) from exc
 
 
-def _describe(err: ErrorDetails, lines: Mapping[Loc, int]) -> tuple[int | None, str]:
-    """One pydantic error as ``(line, "key: what")``."""
-    loc: Loc = tuple(err["loc"])
-    kind = err["type"]
-    ctx = err.get("ctx") or {}
-    value = err.get("input")
-    if kind == "policy":
-        key = str(ctx["key"])
-        loc = tuple(key.split("."))
-        return line_for(loc, lines), f"{key}: {ctx['message']}"
-    if kind == "extra_forbidden":
-        allowed = ", ".join(_allowed(loc[:-1]))
-        message = f"unknown key (allowed here: {allowed})"
-    elif kind in ("float_type", "float_parsing"):
-        message = f"must be a number, got {describe_value(value)}"
-    elif loc and loc[-1] == "min_history_hours" and kind.startswith(("greater", "less")):
-        message = f"must be hours between 0 and 8784 (a year), got {value!r}"
-    elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        low = "above 0" if loc[-1] in _POSITIVE else "at least 0"
-        message = f"must be a ratio {low} and at most 1, got {value!r}"
-    elif kind in ("model_type", "model_attributes_type", "dict_type"):
-        message = f"must be a mapping of keys, got {describe_value(value)}"
-    elif kind == "literal_error":
-        message = f"must be 1 (the only policy version), got {describe_value(value)}"
+_RANGE_ERRORS = ("greater_than_equal", "greater_than", "less_than_equal", "less_than")
+
+_WORDING: Wording = {
+    "literal_error": "must be 1 (the only policy version), got {value}",
+}
+"""Where a policy's wording differs from the shared one, whatever the key."""
+
+
+def _wording(loc: Loc) -> Wording:
+    """The policy's wording at ``loc``: a range is hours for the evidence, else a ratio."""
+    name = loc[-1] if loc else ""
+    if name == "min_history_hours":
+        bounds = "must be hours between 0 and 8784 (a year), got {raw}"
     else:
-        message = f"invalid value {describe_value(value)} ({err['msg']})"
-    return line_for(loc, lines), f"{describe_location(loc)}: {message}"
+        low = "above 0" if name in _POSITIVE else "at least 0"
+        bounds = f"must be a ratio {low} and at most 1, got {{raw}}"
+    return {**_WORDING, **dict.fromkeys(_RANGE_ERRORS, bounds)}
 
 
 _POSITIVE = frozenset(

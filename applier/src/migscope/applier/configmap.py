@@ -96,7 +96,7 @@ def _parse(cm: dict[str, Any], target: ConfigTarget) -> MigPartedConfig | None:
         raise ConfigMapError(
             f"configmap {target.namespace}/{target.name} key {target.key} is not a valid "
             f"mig-parted config ({exc}); fix it before applying"
-        ) from None
+        ) from exc
 
 
 def ensure_config(
@@ -135,7 +135,7 @@ def ensure_config(
             raise ConfigMapError(
                 f"configmap {target.namespace}/{target.name}: {exc}; migscope never "
                 "overwrites a config it did not write"
-            ) from None
+            ) from exc
         if existing is not None and merged == existing:
             return "present"
         data = dict(cm.get("data") or {})

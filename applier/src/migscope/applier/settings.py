@@ -97,8 +97,8 @@ def parse_window_spec(text: str) -> MaintenanceWindow:
         days = _day_set(match["days"].lower()) if match["days"] else frozenset(range(7))
         start = time.fromisoformat(match["start"])
         end = time.fromisoformat(match["end"])
-    except ValueError:
-        raise ValueError(f"bad maintenance window {text!r}: bad day or time") from None
+    except ValueError as exc:
+        raise ValueError(f"bad maintenance window {text!r}: bad day or time") from exc
     return MaintenanceWindow(days, start, end, tz)
 
 

@@ -29,7 +29,7 @@ class DurationError(UserError, ValueError):
 def parse_duration(
     value: str | float,
     *,
-    what: str = "duration",
+    what: str = "",
     positive: bool = False,
     unit_required: bool = False,
 ) -> float:
@@ -37,7 +37,8 @@ def parse_duration(
 
     Args:
         value: What the user wrote (a flag's text or a YAML scalar).
-        what: The name the error message gives it (``--window``, ``timeout``).
+        what: The name the error message starts with (``--window``, ``timeout``); none
+            when the caller places the message itself.
         positive: Refuse zero (a window or timeout of nothing).
         unit_required: Refuse a bare number in text, where one would be ambiguous (is
             ``--max-plan-age 24`` hours or seconds?). Numbers from YAML stay seconds.
@@ -45,8 +46,9 @@ def parse_duration(
     Raises:
         DurationError: not a duration, negative, not finite, or zero when ``positive``.
     """
+    at = f"{what}: " if what else ""
     if isinstance(value, bool):
-        raise DurationError(f"{what}: not a duration: {value!r} ({_EXAMPLES})")
+        raise DurationError(f"{at}not a duration: {value!r} ({_EXAMPLES})")
     if isinstance(value, (int, float)):
         seconds = float(value)
     else:
@@ -56,11 +58,11 @@ def parse_duration(
         elif text and not _PART.sub("", text):
             seconds = sum(float(n) * _UNITS[unit] for n, unit in _PART.findall(text))
         else:
-            raise DurationError(f"{what}: not a duration: {value!r} ({_EXAMPLES})")
+            raise DurationError(f"{at}not a duration: {value!r} ({_EXAMPLES})")
     if not math.isfinite(seconds) or seconds < 0:
-        raise DurationError(f"{what}: must be a finite duration >= 0, got {value!r}")
+        raise DurationError(f"{at}must be a finite duration >= 0, got {value!r}")
     if positive and seconds == 0:
-        raise DurationError(f"{what}: must be longer than zero, got {value!r}")
+        raise DurationError(f"{at}must be longer than zero, got {value!r}")
     return seconds
 
 

@@ -236,7 +236,7 @@ def compose_node(text: str) -> yaml.Node | None:
     try:
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
-        raise yaml_problem(exc, text) from None
+        raise yaml_problem(exc, text) from exc
     except RecursionError:  # pragma: no cover - the depth limit comes first
         raise YamlProblem(f"YAML nests deeper than {MAX_YAML_DEPTH} levels") from None
     finally:
@@ -305,7 +305,7 @@ def compose_with_lines(text: str) -> tuple[object, dict[Loc, int]]:
     try:
         return _plain(root, (), lines, constructor), lines
     except yaml.YAMLError as exc:
-        raise yaml_problem(exc, text) from None
+        raise yaml_problem(exc, text) from exc
 
 
 def _plain(
@@ -382,7 +382,7 @@ def construct_strict(root: yaml.Node, text: str = "") -> Any:
     try:
         return _UniqueKeyConstructor().construct_document(root)
     except yaml.YAMLError as exc:
-        raise yaml_problem(exc, text) from None
+        raise yaml_problem(exc, text) from exc
 
 
 def first_problem(problems: Iterable[tuple[int | None, str]]) -> tuple[int | None, str]:

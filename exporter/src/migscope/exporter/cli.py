@@ -47,9 +47,9 @@ class ListenError(UserError):
     type=click.Path(dir_okay=False, path_type=Path),
     help="YAML file of settings (keys as in docs/exporter.md).",
 )
-@click.option("--interval", type=float, help="Seconds between samples (default 1).")
+@click.option("--interval", metavar="DURATION", help="Time between samples (default 1s).")
 @click.option(
-    "--gpm-interval", type=float, help="Seconds of each GPM activity window (default 10)."
+    "--gpm-interval", metavar="DURATION", help="Length of each GPM activity window (default 10s)."
 )
 @click.option("--kubelet-socket", type=click.Path(path_type=Path), help="PodResources socket.")
 @click.option(

@@ -112,7 +112,7 @@ def _sim_backend(settings: ExporterSettings, *, realtime: bool) -> tuple[NvmlBac
     try:
         scenario = resolve_scenario(settings.scenario or DEMO_SCENARIO)
     except FileNotFoundError as exc:
-        raise SettingsError(f"--scenario: {exc}") from None
+        raise SettingsError(f"--scenario: {exc}") from exc
     clock = SimClock(realtime=True) if realtime else None
     simulation = Simulation.from_scenario(scenario, clock=clock)
     names = list(simulation.nodes)

@@ -16,11 +16,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
+from migscope.core.durations import parse_duration
 from migscope.core.errors import UserError
+from migscope.core.validation import BUILTIN_WORDING, describe_error
 from migscope.core.yaml_messages import YamlProblem, load_strict
 
 __all__ = ["ExporterSettings", "SettingsError", "load_settings"]
@@ -28,9 +30,26 @@ __all__ = ["ExporterSettings", "SettingsError", "load_settings"]
 DEFAULT_KUBELET_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 ENV_PREFIX = "MIGSCOPE_EXPORTER_"
 
+_WORDING = {
+    # Pydantic's own text for every error type: what `--interval 0.01` has always said
+    # ("Input should be greater than or equal to 0.1"), placed by the one formatter.
+    **{kind: "{msg}" for kind in BUILTIN_WORDING},
+    "extra_forbidden": "unknown setting",
+    "value_error": "{error}",  # a validator's own message (a bad duration), without "Value error, "
+}
+
 
 class SettingsError(UserError, ValueError):
     """Settings that cannot be used; the message is one line naming the key and source."""
+
+
+def _seconds(value: object) -> object:
+    """A duration written as text (``500ms``, ``10s``, ``1.5``) in seconds; numbers pass."""
+    return parse_duration(value) if isinstance(value, str) else value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+"""Seconds, given as a number or as a duration (flags, environment and the config file alike)."""
 
 
 class ExporterSettings(BaseModel):
@@ -47,10 +66,10 @@ class ExporterSettings(BaseModel):
     )
     listen: str = ":9400"
     web_config: Path | None = None
-    interval: float = Field(default=1.0, ge=0.1, le=60.0)
-    gpm_interval: float = Field(default=10.0, ge=0.1, le=600.0)
-    energy_interval: float = Field(default=30.0, ge=1.0)
-    enumerate_interval: float = Field(default=10.0, ge=1.0)
+    interval: Seconds = Field(default=1.0, ge=0.1, le=60.0)
+    gpm_interval: Seconds = Field(default=10.0, ge=0.1, le=600.0)
+    energy_interval: Seconds = Field(default=30.0, ge=1.0)
+    enumerate_interval: Seconds = Field(default=10.0, ge=1.0)
     idle_power_watts: float | None = Field(default=None, ge=0.0)
     pod_attribution: bool = True
     pod_source: Literal["auto", "kubelet", "scenario"] = Field(
@@ -58,8 +77,8 @@ class ExporterSettings(BaseModel):
         description="Who says which pod holds a device: the kubelet, or (sim) the scenario.",
     )
     kubelet_socket: Path = DEFAULT_KUBELET_SOCKET
-    kubelet_refresh: float = Field(default=10.0, ge=0.5)
-    kubelet_timeout: float = Field(default=2.0, gt=0.0)
+    kubelet_refresh: Seconds = Field(default=10.0, ge=0.5)
+    kubelet_timeout: Seconds = Field(default=2.0, gt=0.0)
     dcgm_compat: bool = False
     dcgm_host: str | None = Field(
         default=None, description="nv-hostengine host[:port]; unset runs DCGM embedded."
@@ -86,10 +105,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         # The one strict loader: size, depth and alias limits, and no silent duplicate keys.
         data = load_strict(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise SettingsError(f"config {path}: cannot read: {exc.strerror or exc}") from None
+        raise SettingsError(f"config {path}: cannot read: {exc.strerror or exc}") from exc
     except YamlProblem as exc:
         where = f":{exc.line}" if exc.line is not None else ""
-        raise SettingsError(f"config {path}{where}: {exc.problem}") from None
+        raise SettingsError(f"config {path}{where}: {exc.problem}") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -125,7 +144,7 @@ def load_settings(
     try:
         return ExporterSettings(**{**file, **env, **flags})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "settings"
-        message = "unknown setting" if first["type"] == "extra_forbidden" else first["msg"]
-        raise SettingsError(f"{origin.get(key, 'settings')}: {key}: {message}") from None
+        first = exc.errors(include_url=False)[0]
+        key = ".".join(str(p) for p in first["loc"])
+        _line, problem = describe_error(first, {}, wording=_WORDING)
+        raise SettingsError(f"{origin.get(key, 'settings')}: {problem}") from exc

@@ -192,9 +192,9 @@ class Kube:
         except ApiException as exc:
             raise ApiError(
                 f"watching node {name}: HTTP {exc.status} {_message(exc)}", int(exc.status or 0)
-            ) from None
+            ) from exc
         except (HTTPError, OSError) as exc:
-            raise ApiError(f"watching node {name}: {' '.join(str(exc).split())}") from None
+            raise ApiError(f"watching node {name}: {' '.join(str(exc).split())}") from exc
         finally:
             stream.stop()
 

@@ -127,18 +127,18 @@ def _trace(
         series = load_series(spec.duty_file, "duty", spec.container)
     except (TraceError, ValueError) as exc:
         field = "duty_file" if spec.duty_file and "not found" in str(exc) else "container"
-        raise error([*path, field], str(exc)) from None
+        raise error([*path, field], str(exc)) from exc
     memory = fixed
     if spec.memory is None:
         try:
             mem_series = load_series(spec.memory_file, "memory", series.container, align=series)
         except (TraceError, ValueError) as exc:
-            raise error([*path, "memory_file"], str(exc)) from None
+            raise error([*path, "memory_file"], str(exc)) from exc
         memory = TraceMemory(mem_series, spec.memory_reference, spec.offset)
     try:
         return Trace(series=series, offset=spec.offset, memory=memory, **common)
     except ValueError as exc:
-        raise error([*path, "container"], str(exc)) from None
+        raise error([*path, "container"], str(exc)) from exc
 
 
 def build_instances(
@@ -165,7 +165,7 @@ def build_instances(
         try:
             parsed.append(InstanceSpec.model_validate(raw))
         except ValueError as exc:
-            raise error([*path, k], str(exc).splitlines()[0]) from None
+            raise error([*path, k], str(exc).splitlines()[0]) from exc
     model = gpu.model
     for k, spec in enumerate(parsed):
         if not model.has_profile(spec.profile):
@@ -220,7 +220,7 @@ def _model(spec: GpuSpec, path: Sequence[str | int], error: ErrorFactory) -> Gpu
     try:
         return find_model(spec.model)
     except CatalogueError as exc:
-        raise error([*path, "model"], str(exc)) from None
+        raise error([*path, "model"], str(exc)) from exc
 
 
 def build_gpu(

@@ -221,7 +221,7 @@ class _Builder:
                 try:
                     gpu.schedule_layout(fault.at, instances, error_code(fault.stale_error))
                 except ValueError as exc:
-                    raise self.error([*path, "at"], str(exc)) from None
+                    raise self.error([*path, "at"], str(exc)) from exc
             elif isinstance(fault, SlowCallSpec):
                 faults.slow(fault.functions, fault.delay_ms, gpu=fault.gpu)
             elif isinstance(fault, NvmlErrorSpec):

@@ -171,7 +171,7 @@ def keep_then_pack_targets(prep: Prepared) -> list[Target]:
 def grown(prep: Prepared, targets: Sequence[Target]) -> list[Target]:
     """Fill every changed GPU's layout with demanded instances until none fits.
 
-    The MILP only offers full layouts to changed GPUs (see ``_engine._candidates``); a
+    The MILP only offers full layouts to changed GPUs (see ``_engine.prepare._candidates``); a
     start whose packed layouts are topped up the same way is one of its solutions, at the
     same cost (instances beyond demand count for nothing), so no extra columns are needed.
     """

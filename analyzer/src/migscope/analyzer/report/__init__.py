@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from migscope.analyzer.pipeline import AnalysisResult
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
 from migscope.analyzer.report.html import render_html
 from migscope.analyzer.report.json_report import (
@@ -23,6 +22,7 @@ from migscope.analyzer.report.json_report import (
     validate_report,
 )
 from migscope.analyzer.report.markdown import render_markdown
+from migscope.analyzer.result import AnalysisResult
 from migscope.core.migparted import emit_config
 from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, validate_node_plan
 
@@ -54,15 +54,22 @@ FILE_NAMES: dict[str, str] = {
 """File written for each output, inside the ``--out`` directory."""
 
 
-def render(result: AnalysisResult, fmt: Format) -> str:
-    """The report in one format."""
+def render(result: AnalysisResult, fmt: Format, *, report: ReportV1 | None = None) -> str:
+    """The report in one format.
+
+    Markdown and HTML render from the report contract: ``report`` when given (the caller
+    validated it already), else ``validate_report(result.to_json())`` built here.
+
+    Raises:
+        pydantic.ValidationError: the analysis breaks the report contract (a bug).
+    """
     if fmt == "json":
         return render_json(result)
-    if fmt == "md":
-        return render_markdown(result)
-    if fmt == "html":
-        return render_html(result.to_json())
-    return render_csv(result)
+    if fmt == "csv":
+        return render_csv(result)
+    if report is None:
+        report = validate_report(result.to_json())
+    return render_markdown(report) if fmt == "md" else render_html(report)
 
 
 def write_reports(
@@ -85,9 +92,12 @@ def write_reports(
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
+    report: ReportV1 | None = None
     for fmt in formats:
+        if fmt in ("md", "html") and report is None:
+            report = validate_report(result.to_json())  # once for both renderers
         path = folder / FILE_NAMES[fmt]
-        path.write_text(render(result, fmt), encoding="utf-8")
+        path.write_text(render(result, fmt, report=report), encoding="utf-8")
         written[fmt] = path
     if result.mig_parted is not None:
         path = folder / FILE_NAMES["mig-parted"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 
-from migscope.analyzer.pipeline import AnalysisResult
+from migscope.analyzer.result import AnalysisResult
 
 __all__ = ["CSV_COLUMNS", "render_csv"]
 

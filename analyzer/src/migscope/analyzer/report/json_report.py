@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from migscope.analyzer.pipeline import AnalysisResult
+from migscope.analyzer.result import AnalysisResult
 from migscope.core.spec.v1 import ReportV1, json_schema, validate_report
 
 __all__ = ["ReportV1", "json_schema", "render_json", "validate_report"]

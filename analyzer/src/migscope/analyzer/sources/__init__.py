@@ -1,60 +1,20 @@
-"""Where the analyzer's samples come from.
+"""Where the analyzer's slice history comes from: one module per source, one protocol for all.
 
-* :mod:`~migscope.analyzer.sources.prometheus`: the Prometheus HTTP query API, as served by
-  Prometheus, Thanos, Mimir, Cortex and VictoriaMetrics (how the analyzer scales past one
-  machine: the server aggregates, the analyzer reads small results);
-* :mod:`~migscope.analyzer.sources.promql`: PromQL selectors built from untrusted values
-  without injection.
+Every source implements :class:`~migscope.analyzer.sources.base.Source` (window, slices,
+notes, provenance) and is analysed by :func:`migscope.analyzer.run.run`:
 
-``docs/analyzer-sources.md`` explains how to connect to each kind of server.
+* :mod:`~migscope.analyzer.sources.file`: an OpenMetrics/text exposition file
+  (``--source``), migscope's or dcgm-exporter's series;
+* :mod:`~migscope.analyzer.sources.simulation`: the simulator's ground truth (``--simulate``);
+* :mod:`~migscope.analyzer.sources.prometheus_source`: a Prometheus-compatible server
+  (``--prometheus``: Prometheus, Thanos, Mimir, Cortex, VictoriaMetrics), whose statistics
+  are PromQL (:mod:`~migscope.analyzer.sources.remote_stats`) over the HTTP API client
+  (:mod:`~migscope.analyzer.sources.prometheus`), with selectors built without injection
+  (:mod:`~migscope.analyzer.sources.promql`);
+* :mod:`~migscope.analyzer.sources.embedded_prometheus`: another source replayed through a
+  real Prometheus started for the run (``--prometheus-embedded``,
+  :mod:`~migscope.analyzer.sources.local_prometheus`).
+
+Pending pods (:mod:`~migscope.analyzer.sources.kube_pending`) are demand, not history: they
+join the options. ``docs/analyzer-sources.md`` explains how to connect to each server.
 """
-
-from __future__ import annotations
-
-from migscope.analyzer.sources.prometheus import (
-    DEFAULT_TIMEOUT,
-    MAX_POINTS_PER_SERIES,
-    ClientUsage,
-    PrometheusClient,
-    PrometheusError,
-    PrometheusQueryError,
-    PrometheusResponseError,
-    PrometheusTimeout,
-    PrometheusUnreachable,
-    QueryResult,
-    QueryStats,
-    Sample,
-    Series,
-)
-from migscope.analyzer.sources.promql import (
-    Matcher,
-    duration,
-    escape_label_value,
-    quote,
-    regex_alternation,
-    regex_escape,
-    selector,
-)
-
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "MAX_POINTS_PER_SERIES",
-    "ClientUsage",
-    "Matcher",
-    "PrometheusClient",
-    "PrometheusError",
-    "PrometheusQueryError",
-    "PrometheusResponseError",
-    "PrometheusTimeout",
-    "PrometheusUnreachable",
-    "QueryResult",
-    "QueryStats",
-    "Sample",
-    "Series",
-    "duration",
-    "escape_label_value",
-    "quote",
-    "regex_alternation",
-    "regex_escape",
-    "selector",
-]

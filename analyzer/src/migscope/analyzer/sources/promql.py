@@ -221,9 +221,10 @@ def selector(metric: str | None = None, /, **matchers: str | Iterable[str] | Mat
     :class:`Matcher` for ``!=``/``!~`` or a trusted regex. Label names that are not Python
     identifiers can be passed with ``**{"name": value}``; they are validated either way.
 
-    Example::
+    Example (``MIG_INFO`` is migscope's ``migscope_mig_info``, from
+    :mod:`migscope.analyzer.dialect`)::
 
-        selector("migscope_mig_info", node=["gpu-a", "gpu.b"], namespace="ml")
+        selector(MIG_INFO, node=["gpu-a", "gpu.b"], namespace="ml")
         # migscope_mig_info{namespace="ml",node=~"(?:gpu-a|gpu\\.b)"}
 
     Args:

@@ -23,9 +23,14 @@ __all__ = [
     "SCHEMA_VERSION",
     "EvidenceV1",
     "GpuLayoutV1",
+    "HourlyV1",
+    "MigStateV1",
     "NamespaceWasteV1",
     "NodePlanEntryV1",
     "NodePlanV1",
+    "OwnerV1",
+    "PlacementV1",
+    "PlannedGpuV1",
     "ProvenanceV1",
     "RecommendationV1",
     "ReportV1",
@@ -57,8 +62,30 @@ class WindowV1(BaseModel):
     step_seconds: float
 
 
+class OwnerV1(BaseModel):
+    """A pod that held a slice for part of the window."""
+
+    model_config = _OPEN
+    namespace: str
+    pod: str
+    fraction: float | None
+
+
+class HourlyV1(BaseModel):
+    """A slice's use per period (an hour) of the window, oldest first; null where unknown."""
+
+    model_config = _OPEN
+    period_seconds: float
+    activity: list[float | None]
+    allocated: list[float | None]
+
+
 class SliceV1(BaseModel):
-    """One slice: identity, verdict, evidence and owner."""
+    """One slice: identity, verdict, evidence and owner.
+
+    ``owners`` (every pod that held it, longest first) and ``hourly`` (per-hour use, when
+    the window is whole hours on the hour grid) are optional: older reports lack them.
+    """
 
     model_config = _OPEN
     node: str
@@ -79,6 +106,8 @@ class SliceV1(BaseModel):
     in_use: bool
     demand_profile: str | None
     pin: str | None
+    owners: list[OwnerV1] | None = None
+    hourly: HourlyV1 | None = None
 
 
 class GpuLayoutV1(BaseModel):
@@ -88,6 +117,33 @@ class GpuLayoutV1(BaseModel):
     gpu: int
     mig_enabled: bool
     layout: dict[str, int]
+
+
+class MigStateV1(BaseModel):
+    """A GPU's MIG mode and layout, as the planner's per-GPU entry gives them."""
+
+    model_config = _OPEN
+    mig_enabled: bool
+    layout: dict[str, int]
+
+
+class PlacementV1(BaseModel):
+    """One proposed GPU instance at its first memory slice."""
+
+    model_config = _OPEN
+    profile: str
+    start: int
+
+
+class PlannedGpuV1(BaseModel):
+    """One GPU of a recommended node as the planner left it: layouts and placements."""
+
+    model_config = _OPEN
+    gpu: int
+    current: MigStateV1
+    proposed: MigStateV1
+    placements: list[PlacementV1]
+    changed: bool
 
 
 class SliceOnGpuV1(BaseModel):
@@ -102,7 +158,7 @@ class SliceOnGpuV1(BaseModel):
 
 
 class RecommendationV1(BaseModel):
-    """One node whose layout the plan changes."""
+    """One node whose layout the plan changes (``gpus``: the planner's view, optional)."""
 
     model_config = _OPEN
     node: str
@@ -115,6 +171,7 @@ class RecommendationV1(BaseModel):
     pods_to_move: list[str]
     gpus_recreated: list[int]
     slices: list[SliceOnGpuV1]
+    gpus: list[PlannedGpuV1] | None = None
 
 
 class NamespaceWasteV1(BaseModel):
@@ -129,7 +186,7 @@ class NamespaceWasteV1(BaseModel):
 
 
 class SavingsV1(BaseModel):
-    """Headline savings."""
+    """Headline savings (the GPU-hour split, ``nodes_changed`` and costs are optional)."""
 
     model_config = ConfigDict(extra="allow", strict=False)
     idle_slices: int
@@ -146,6 +203,12 @@ class SavingsV1(BaseModel):
     wasted_gpu_hours: float
     by_namespace: list[NamespaceWasteV1]
     price_per_gpu_hour: float | None
+    nodes_changed: int | None = None
+    idle_gpu_hours: float | None = None
+    unallocated_gpu_hours: float | None = None
+    oversized_gpu_hours: float | None = None
+    wasted_cost: float | None = None
+    freed_cost: float | None = None
 
 
 class EvidenceV1(BaseModel):
@@ -168,7 +231,7 @@ class ProvenanceV1(BaseModel):
 
 
 class ReportV1(BaseModel):
-    """The whole report, ``schema_version`` 1."""
+    """The whole report, ``schema_version`` 1 (``what_if`` only when a what-if was asked)."""
 
     model_config = _OPEN
     schema_version: Literal[1]
@@ -183,6 +246,7 @@ class ReportV1(BaseModel):
     evidence: EvidenceV1 | None
     provenance: ProvenanceV1 | None
     notes: list[str]
+    what_if: dict[str, Any] | None = None
 
 
 class NodePlanEntryV1(BaseModel):

@@ -16,12 +16,7 @@ from dataclasses import dataclass, field
 
 from migscope.exporter.model import CollectorStatus
 
-__all__ = ["CycleErrors", "StatusBook", "one_line"]
-
-
-def one_line(message: object) -> str:
-    """A message squeezed onto one line (NVML and DCGM texts sometimes carry newlines)."""
-    return " ".join(str(message).split())
+__all__ = ["CycleErrors", "StatusBook"]
 
 
 @dataclass
@@ -32,8 +27,13 @@ class CycleErrors:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def note(self, collector: str, message: str) -> None:
-        """Keep the first error of ``collector``; later ones add nothing a reader needs."""
-        self.first.setdefault(collector, one_line(message))
+        """Keep the first error of ``collector``; later ones add nothing a reader needs.
+
+        The message is text, not an exception (those go through
+        :func:`migscope.core.errors.one_line`), and is folded onto one line here: the NVML
+        and DCGM errors quoted in it sometimes carry newlines.
+        """
+        self.first.setdefault(collector, " ".join(message.split()))
 
     def add_time(self, collector: str, seconds: float) -> None:
         """Add ``seconds`` to the time spent in ``collector`` this cycle."""

@@ -44,6 +44,7 @@ from cheroot.makefile import StreamReader, StreamWriter
 from cheroot.server import HTTPConnection, HTTPRequest
 from cheroot.ssl import Adapter
 
+from migscope.core.errors import one_line
 from migscope.exporter.http.app import HeadersMiddleware
 from migscope.exporter.http.auth import (
     DEFAULT_PUBLIC_PATHS,
@@ -142,12 +143,18 @@ def _peer(conn: Any) -> str:
     return f"[{addr}]:{port}" if ":" in str(addr) else f"{addr}:{port}"
 
 
-def _one_line(exc: BaseException) -> str:
+def _log_reason(exc: BaseException) -> str:
+    """``exc`` for a connection's log line: OpenSSL's short reason, else class and message.
+
+    Not bare :func:`~migscope.core.errors.one_line`: a reset, a timeout and an SSL EOF often
+    carry the same text or none, so the class is what tells them apart.
+    """
     reason = getattr(exc, "reason", None)
     if isinstance(exc, ssl.SSLError) and reason:
         return str(reason)
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if not str(exc).strip():
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {one_line(exc)}"
 
 
 _CLOSED_EARLY = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError)
@@ -179,13 +186,13 @@ class _Connection(HTTPConnection):
             except _CLOSED_EARLY as exc:
                 # A TCP probe (kubelet tcpSocket, a load balancer) connects and closes
                 # without a word; that is routine, not worth a warning per probe period.
-                _log.debug("%s closed before the TLS handshake: %s", _peer(self), _one_line(exc))
+                _log.debug("%s closed before the TLS handshake: %s", _peer(self), _log_reason(exc))
                 return False
             except (ssl.SSLError, OSError) as exc:
                 if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", "") == "HTTP_REQUEST":
                     _log.warning("%s spoke plain HTTP to the HTTPS port", _peer(self))
                 else:
-                    _log.warning("TLS handshake with %s failed: %s", _peer(self), _one_line(exc))
+                    _log.warning("TLS handshake with %s failed: %s", _peer(self), _log_reason(exc))
                 return False
             self._tls_ready = True
         return bool(super().communicate())  # type: ignore[no-untyped-call]
@@ -260,7 +267,7 @@ class _Server(wsgi.Server):
         exc = sys.exc_info()[1] if traceback else None
         text = " ".join(str(msg).split())
         if exc is not None:
-            text = f"{text}: {_one_line(exc)}"
+            text = f"{text}: {_log_reason(exc)}"
         _log.log(level, "%s", text)
 
 
@@ -398,7 +405,7 @@ class ExporterServer:
         try:
             server.serve()
         except Exception as exc:
-            _log.error("HTTP server stopped: %s", _one_line(exc))
+            _log.error("HTTP server stopped: %s", _log_reason(exc))
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish, and join the server's threads.

@@ -99,7 +99,12 @@ class WatcherStatus:
     stale: bool
 
 
-def _one_line(text: str) -> str:
+def _clipped(text: str) -> str:
+    """``text`` on one line and cut to ``_MAX_DETAIL_CHARS`` characters.
+
+    Not bare ``core.errors.one_line``: gRPC details can run to kilobytes, and this text ends
+    up in ``/healthz`` and in every log line of a failing refresh.
+    """
     flat = " ".join(text.split())
     return flat if len(flat) <= _MAX_DETAIL_CHARS else flat[: _MAX_DETAIL_CHARS - 1] + "…"
 
@@ -108,13 +113,13 @@ def _check_socket(socket_path: str) -> None:
     """Fail with a plain sentence before gRPC turns a missing file into a connect error."""
     try:
         mode = os.stat(socket_path).st_mode
-    except FileNotFoundError:
-        raise PodResourcesError(f"kubelet pod-resources socket {socket_path} not found") from None
+    except FileNotFoundError as err:
+        raise PodResourcesError(f"kubelet pod-resources socket {socket_path} not found") from err
     except OSError as err:
         reason = err.strerror or type(err).__name__
         raise PodResourcesError(
             f"kubelet pod-resources socket {socket_path} not accessible: {reason}"
-        ) from None
+        ) from err
     if not stat.S_ISSOCK(mode):
         raise PodResourcesError(f"kubelet pod-resources socket {socket_path} is not a socket")
 
@@ -132,7 +137,7 @@ def _tidy(details: str, socket_path: str) -> str:
     absolute = os.path.abspath(socket_path)
     for address in (f"unix://{absolute}", f"unix:{absolute}", f"unix:{socket_path}"):
         text = text.replace(f"{address}: ", "")
-    return _one_line(text)
+    return _clipped(text)
 
 
 def _describe(err: grpc.RpcError, socket_path: str, timeout: float) -> str:
@@ -173,7 +178,7 @@ def _list(
         )
         return response
     except grpc.RpcError as err:
-        raise PodResourcesError(_describe(err, socket_path, timeout)) from None
+        raise PodResourcesError(_describe(err, socket_path, timeout)) from err
     finally:
         if register is not None:
             register(None)
@@ -365,7 +370,7 @@ class PodResourcesWatcher:
             except Exception as err:  # a bug or an odd answer must not kill the thread
                 error = (
                     f"kubelet pod-resources socket {self._socket_path}: "
-                    f"{type(err).__name__}: {_one_line(str(err))}"
+                    f"{type(err).__name__}: {_clipped(str(err))}"
                 )
             duration = time.perf_counter() - started
             if (

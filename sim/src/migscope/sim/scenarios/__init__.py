@@ -9,19 +9,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["BUILTIN_SCENARIOS", "DEMO_SCENARIO", "resolve_scenario"]
+from migscope.core.errors import UserError
+
+__all__ = ["BUILTIN_SCENARIOS", "DEMO_SCENARIO", "UnknownScenarioError", "resolve_scenario"]
 
 _HERE = Path(__file__).resolve().parent
 BUILTIN_SCENARIOS: dict[str, Path] = {p.stem: p for p in sorted(_HERE.glob("*.yaml"))}
 DEMO_SCENARIO = BUILTIN_SCENARIOS["h200-node"]
 
 
+class UnknownScenarioError(UserError, FileNotFoundError):
+    """Neither a built-in scenario nor a file (a ``FileNotFoundError`` for older callers)."""
+
+    def __str__(self) -> str:
+        # FileNotFoundError's str() of one argument is the argument: keep it unquoted.
+        return str(self.args[0]) if self.args else super().__str__()
+
+
 def resolve_scenario(name_or_path: str | Path) -> Path:
     """A built-in scenario by name (``h200-node``), else the path as given.
 
     Raises:
-        FileNotFoundError: neither a built-in name nor an existing file; the message lists
-            the built-in names.
+        UnknownScenarioError: neither a built-in name nor an existing file; the message
+            lists the built-in names.
     """
     text = str(name_or_path)
     if text in BUILTIN_SCENARIOS:
@@ -30,4 +40,4 @@ def resolve_scenario(name_or_path: str | Path) -> Path:
     if path.is_file():
         return path
     names = ", ".join(BUILTIN_SCENARIOS)
-    raise FileNotFoundError(f"no scenario file {text!r} (built-in scenarios: {names})")
+    raise UnknownScenarioError(f"no scenario file {text!r} (built-in scenarios: {names})")

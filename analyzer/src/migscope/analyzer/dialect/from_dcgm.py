@@ -1,0 +1,189 @@
+"""Read dcgm-exporter's series into one :class:`SliceSeries` per slice.
+
+Why a module of its own: dcgm-exporter has no slice series of its own; a slice is node, GPU
+UUID, ``GPU_I_ID`` and ``GPU_I_PROFILE`` on its per-GI families (there is no MIG UUID outside
+DRA mode), framebuffer sizes are MiB, memory total is ``FB_USED + FB_FREE``, and slices
+that only a *presence* family lists are kept, with no samples. Names are matched in any
+letter case.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from migscope.analyzer.dialect.detect import NoMigSeriesError, gi_families
+from migscope.analyzer.dialect.grouping import first_seen, holders, latest
+from migscope.analyzer.dialect.identity import (
+    MIB,
+    SliceId,
+    node_of,
+    parse_int,
+    pod_of,
+    profile_bytes,
+)
+from migscope.analyzer.dialect.names import (
+    DCGM_ACTIVITY,
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    dcgm_family,
+    presence_family,
+)
+from migscope.analyzer.model import SliceInfo, SliceKey
+from migscope.analyzer.openmetrics import Series, SeriesSet
+from migscope.analyzer.stats import SliceSeries, TimeSeries
+from migscope.core.catalogue import GpuModel, model_for_name
+
+__all__ = ["dcgm_slices"]
+
+
+def _families(series: SeriesSet, family: str) -> list[Series]:
+    """The kept series of a dcgm-exporter family, whatever the letter case of their names."""
+    return [
+        s for name, items in series.series.items() if dcgm_family(name) == family for s in items
+    ]
+
+
+def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
+    """A dcgm-exporter series' slice, or None without a numeric ``gpu`` and ``GPU_I_ID``.
+
+    The GPU UUID is ``UUID`` (``uuid`` with dcgm-exporter's ``-o``); a series whose UUID was
+    dropped by relabelling keeps an empty one rather than being lost.
+    """
+    gpu = parse_int(labels.get("gpu"))
+    gi = parse_int(labels.get("GPU_I_ID"))
+    if gpu is None or gi is None:
+        return None
+    uuid = labels.get("UUID") or labels.get("uuid") or ""
+    key = SliceKey(node_of(labels, default=default_node), gpu, uuid, gi)
+    return key, labels.get("GPU_I_PROFILE", "")
+
+
+def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSeries], list[str]]:
+    """The slices of dcgm-exporter's series, oldest instance of a key first, and notes.
+
+    The slices are built lazily; grouping, and the checks that may fail, happen at once.
+
+    Args:
+        series: The series read (activity and framebuffer families kept, the others
+            indexed, see :func:`~migscope.analyzer.dialect.names.indexes`).
+        default_node: Node name for series without a node label.
+
+    Returns:
+        The slices, and one note per thing left out (series without a usable id) or
+        guessed (slices seen only in the presence family).
+
+    Raises:
+        NoMigSeriesError: series carry ``GPU_I_ID`` but none names a usable slice.
+    """
+    grouped: dict[str, dict[SliceId, list[Series]]] = {}
+    unusable: dict[str, int] = defaultdict(int)
+    for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
+        by_key: dict[SliceId, list[Series]] = defaultdict(list)
+        for s in _families(series, name):
+            key = _dcgm_key(s.labels, default_node)
+            if key is not None:
+                by_key[key].append(s)
+            elif s.labels.get("GPU_I_ID"):
+                unusable[name] += 1
+        grouped[name] = by_key
+    measured = set(grouped[DCGM_ACTIVITY]) | set(grouped[DCGM_FB_USED]) | set(grouped[DCGM_FB_FREE])
+
+    presence = presence_family(gi_families(series))
+    listed: dict[SliceId, Mapping[str, str]] = {}
+    if presence is not None:
+        label_sets = [
+            labels
+            for name, sets in series.label_sets.items()
+            if dcgm_family(name) == presence
+            for labels in sets
+        ] + [s.labels for s in _families(series, presence)]
+        for labels in sorted(label_sets, key=lambda ls: sorted(ls.items())):
+            key = _dcgm_key(labels, default_node)
+            if key is None:
+                if labels.get("GPU_I_ID"):
+                    unusable[presence] += 1
+            elif key not in measured:
+                listed.setdefault(key, labels)
+
+    def parts(key: SliceId) -> list[Series]:
+        return [
+            s
+            for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)
+            for s in grouped[name].get(key, [])
+        ]
+
+    order = sorted(measured | set(listed), key=lambda k: (k[0], first_seen(parts(k)), k[1]))
+    notes: list[str] = []
+    if unusable:
+        counts = ", ".join(f"{n} in {name}" for name, n in sorted(unusable.items()))
+        notes.append(
+            f"{series.source}: dcgm-exporter series with a GPU_I_ID but no numeric gpu or "
+            f"GPU_I_ID label were left out ({counts})"
+        )
+    if listed:
+        notes.append(
+            f"{series.source}: {len(listed)} GPU instance(s) appear only in {presence}, with "
+            f"no {DCGM_ACTIVITY} or framebuffer series: reported unknown, their GPUs kept "
+            "as they are"
+        )
+    if not order:
+        raise NoMigSeriesError(
+            f"{series.source}: dcgm-exporter series carry GPU_I_ID, but none has a numeric "
+            "gpu and GPU_I_ID label to tell the slice"
+        )
+
+    def build() -> Iterator[SliceSeries]:
+        for key in order:
+            activity_parts = grouped[DCGM_ACTIVITY].get(key, [])
+            used_parts = grouped[DCGM_FB_USED].get(key, [])
+            free_parts = grouped[DCGM_FB_FREE].get(key, [])
+            current = latest(activity_parts + used_parts + free_parts)
+            labels = current.labels if current is not None else listed.get(key)
+            if labels is None:
+                continue
+            model = model_for_name(labels.get("modelName", ""))
+            profile = key[1]
+            used_mib = TimeSeries.concat(s.samples for s in used_parts)
+            free_mib = TimeSeries.concat(s.samples for s in free_parts)
+            yield SliceSeries(
+                info=SliceInfo(
+                    key=key[0],
+                    model=model.key if model is not None else None,
+                    profile=profile,
+                    mig_uuid=labels.get("dra_mig_device_uuid") or None,
+                    placement_start=None,
+                ),
+                activity=TimeSeries.concat(s.samples for s in activity_parts),
+                memory_used=(
+                    TimeSeries.of_ms(used_mib.timestamps_ms, used_mib.values * MIB)
+                    if used_mib is not None
+                    else None
+                ),
+                memory_total_bytes=_dcgm_total(used_mib, free_mib, model, profile),
+                holders=holders(
+                    (owner, s.samples)
+                    for s in activity_parts + used_parts
+                    if (owner := pod_of(s.labels)) is not None
+                ),
+                energy=(),
+            )
+
+    return build(), notes
+
+
+def _dcgm_total(
+    used: TimeSeries | None, free: TimeSeries | None, model: GpuModel | None, profile: str
+) -> float | None:
+    """Slice memory: ``FB_USED + FB_FREE`` at the last time both were seen, else catalogue."""
+    if used is not None and free is not None:
+        both, at_used, at_free = np.intersect1d(
+            used.timestamps_ms, free.timestamps_ms, return_indices=True
+        )
+        sums = used.values[at_used] + free.values[at_free]
+        valid = ~np.isnan(sums)
+        if both.size and bool(valid.any()):
+            return float(sums[valid][-1]) * MIB
+    return profile_bytes(model, profile)

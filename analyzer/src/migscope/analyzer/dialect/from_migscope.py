@@ -1,0 +1,111 @@
+"""Read migscope's own series into one :class:`SliceSeries` per slice.
+
+Why a module of its own: migscope names a slice in ``migscope_mig_info`` and labels every
+per-slice series with ``core.metrics.MIG_LABELS``, so a slice is node, GPU UUID, GPU-instance
+id and ``mig_uuid`` (new for every instance MIG Manager creates), and its model, pods and
+energy come from series dcgm-exporter does not have.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+
+from migscope.analyzer.dialect.grouping import first_seen, holders, latest
+from migscope.analyzer.dialect.identity import (
+    SliceId,
+    catalogue_model,
+    migscope_slice_info,
+    node_of,
+    parse_int,
+    pod_of,
+    profile_bytes,
+)
+from migscope.analyzer.dialect.names import (
+    GPU_INFO,
+    MIG_ACTIVITY,
+    MIG_ENERGY,
+    MIG_INFO,
+    MIG_MEMORY_TOTAL,
+    MIG_MEMORY_USED,
+    MIG_POD_INFO,
+)
+from migscope.analyzer.model import SliceKey
+from migscope.analyzer.openmetrics import Series, SeriesSet
+from migscope.analyzer.stats import SliceSeries, TimeSeries
+from migscope.core.catalogue import GpuModel
+
+__all__ = ["migscope_slices"]
+
+
+def _migscope_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
+    gpu = parse_int(labels.get("gpu"))
+    gi = parse_int(labels.get("gpu_instance_id"))
+    uuid = labels.get("gpu_uuid", "")
+    if gpu is None or gi is None or not uuid:
+        return None
+    key = SliceKey(node_of(labels, default=default_node), gpu, uuid, gi)
+    return key, labels.get("mig_uuid", "")
+
+
+def _by_key(items: Iterable[Series], default_node: str) -> dict[SliceId, list[Series]]:
+    grouped: dict[SliceId, list[Series]] = defaultdict(list)
+    for s in items:
+        key = _migscope_key(s.labels, default_node)
+        if key is not None:
+            grouped[key].append(s)
+    return grouped
+
+
+def migscope_slices(
+    series: SeriesSet, default_node: str
+) -> tuple[Iterator[SliceSeries], list[str]]:
+    """The slices of migscope's series, oldest instance of a key first, and notes (none).
+
+    The slices are built lazily; grouping happens at once.
+
+    Args:
+        series: The series read (``migscope_mig_info`` and the per-slice families).
+        default_node: Node name for series without a node label.
+    """
+    info = _by_key(series.get(MIG_INFO), default_node)
+    activity = _by_key(series.get(MIG_ACTIVITY), default_node)
+    used = _by_key(series.get(MIG_MEMORY_USED), default_node)
+    total = _by_key(series.get(MIG_MEMORY_TOTAL), default_node)
+    pods = _by_key(series.get(MIG_POD_INFO), default_node)
+    energy = _by_key(series.get(MIG_ENERGY), default_node)
+    models: dict[tuple[str, str], GpuModel | None] = {}
+    for gpu in series.get(GPU_INFO):
+        node = node_of(gpu.labels, default=default_node)
+        models[(node, gpu.labels.get("uuid", ""))] = catalogue_model(
+            gpu.labels.get("model"), gpu.labels.get("name")
+        )
+    order = sorted(info, key=lambda k: (k[0], first_seen(info[k]), k[1]))
+
+    def build() -> Iterator[SliceSeries]:
+        for ident in order:
+            current = latest(info[ident])
+            if current is None:
+                continue
+            key = ident[0]
+            labels = current.labels
+            model = models.get((key.node, key.gpu_uuid))
+            profile = labels.get("profile", "")
+            measured_total = TimeSeries.concat(s.samples for s in total.get(ident, ()))
+            memory_total = measured_total.last_value() if measured_total is not None else None
+            yield SliceSeries(
+                info=migscope_slice_info(ident, labels, model),
+                activity=TimeSeries.concat(s.samples for s in activity.get(ident, ())),
+                memory_used=TimeSeries.concat(s.samples for s in used.get(ident, ())),
+                memory_total_bytes=(
+                    memory_total if memory_total is not None else profile_bytes(model, profile)
+                ),
+                holders=holders(
+                    (owner, s.samples)
+                    for s in pods.get(ident, ())
+                    if (owner := pod_of(s.labels)) is not None
+                ),
+                energy=tuple(s.samples for s in energy.get(ident, ())),
+            )
+
+    return build(), []

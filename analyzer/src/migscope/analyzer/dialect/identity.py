@@ -1,0 +1,117 @@
+"""What a series' labels say about a slice: node, pod, identity, model and size.
+
+Why a module of its own: the file reader here and the Prometheus source
+(:mod:`migscope.analyzer.sources.remote_stats`) must read labels the same way, or the same
+history would give two different reports; both take these helpers and constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
+
+from migscope.analyzer.model import SliceInfo, SliceKey
+from migscope.core.catalogue import (
+    GpuModel,
+    UnknownGpuError,
+    UnknownProfileError,
+    find_model,
+    model_for_name,
+)
+
+__all__ = [
+    "DEFAULT_NODE",
+    "MIB",
+    "NAMESPACE_LABELS",
+    "NODE_LABELS",
+    "POD_LABELS",
+    "SliceId",
+    "catalogue_model",
+    "migscope_slice_info",
+    "node_of",
+    "parse_int",
+    "pod_of",
+    "profile_bytes",
+]
+
+MIB = 1 << 20
+"""Bytes per MiB: dcgm-exporter reports framebuffer sizes in MiB."""
+
+DEFAULT_NODE = "unknown"
+"""Node name for series that carry no node label (a scrape saved straight from /metrics)."""
+
+NODE_LABELS = ("node", "Hostname", "hostname", "instance")
+"""Where the node is read from, first set wins: migscope's ServiceMonitor sets ``node``."""
+
+NAMESPACE_LABELS = ("exported_namespace", "namespace", "pod_namespace")
+"""Where a pod's namespace is read from, first set wins (``exported_*`` without honor_labels)."""
+
+POD_LABELS = ("exported_pod", "pod", "pod_name")
+"""Where a pod's name is read from, first set wins."""
+
+SliceId: TypeAlias = tuple[SliceKey, str]
+"""A slice as the readers group it: its key and what tells two instances of it apart.
+
+The second part is the MIG UUID (migscope; "" when the series do not carry one) or the
+profile (dcgm-exporter). :class:`SliceKey` itself stays what the report shows. The file
+reader here and the Prometheus source group the same way.
+"""
+
+
+def node_of(labels: Mapping[str, str], *, default: str = DEFAULT_NODE) -> str:
+    """The node a series belongs to: ``node``, ``Hostname``/``hostname``, ``instance``."""
+    for name in NODE_LABELS:
+        value = labels.get(name, "")
+        if value:
+            return value
+    return default
+
+
+def pod_of(labels: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(namespace, pod)`` named by a series' labels, or None when no pod is named."""
+    pod = next((labels[n] for n in POD_LABELS if labels.get(n)), "")
+    if not pod:
+        return None
+    namespace = next((labels[n] for n in NAMESPACE_LABELS if labels.get(n)), "")
+    return namespace, pod
+
+
+def parse_int(text: str | None) -> int | None:
+    """A label value as an integer, or None when it is missing, empty or not a number."""
+    try:
+        return int(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def catalogue_model(key: str | None, name: str | None) -> GpuModel | None:
+    """The catalogue model for a migscope ``model`` key, else for an NVML name."""
+    if key:
+        try:
+            return find_model(key)
+        except UnknownGpuError:
+            pass
+    return model_for_name(name) if name else None
+
+
+def profile_bytes(model: GpuModel | None, profile: str) -> float | None:
+    """The catalogue's memory size of ``profile`` on ``model``, bytes, or None."""
+    if model is None:
+        return None
+    try:
+        return float(model.profile(profile).memory_mib * MIB)
+    except UnknownProfileError:
+        return None
+
+
+def migscope_slice_info(
+    ident: SliceId, labels: Mapping[str, str], model: GpuModel | None
+) -> SliceInfo:
+    """What a ``migscope_mig_info`` label set says a slice is (both sources read it so)."""
+    return SliceInfo(
+        key=ident[0],
+        model=model.key if model is not None else None,
+        profile=labels.get("profile", ""),
+        mig_uuid=ident[1] or labels.get("mig_uuid") or None,
+        placement_start=parse_int(labels.get("placement_start")),
+    )

@@ -1,0 +1,69 @@
+"""A strict client for the Prometheus HTTP query API (also Thanos, Mimir, Cortex, VictoriaMetrics).
+
+Why not an existing client library: the analyzer needs four things they do not give together:
+an envelope check that turns every way a front end can fail (HTML from a proxy, a login
+redirect, a 404 under the wrong path prefix, bad PromQL, a query timeout) into one clear line;
+retries that are safe (connection errors, 5xx and 429 with ``Retry-After``; never bad PromQL);
+the server's own evaluation timings (``stats=all``), which the benchmark compares to the
+analyzer's wall time; and range queries split to stay under the server's points-per-series
+limit. Results are numpy arrays, so a week of samples costs 16 bytes a point, not a Python
+object per point.
+
+Engine differences this client absorbs or exposes (checked against Prometheus 2.42 and
+VictoriaMetrics 1.79 in ``tests/analyzer/test_prometheus_client.py``; see
+``docs/analyzer-sources.md`` for sources):
+
+* bad PromQL: Prometheus answers 400 ``errorType: bad_data``, VictoriaMetrics 422 with
+  ``errorType: "422"``; both become :class:`PrometheusQueryError` and neither is retried;
+* ``stats=all``: Prometheus returns ``data.stats.timings``; VictoriaMetrics ignores the
+  parameter, so :attr:`QueryResult.stats` is ``None`` there;
+* points per series: Prometheus refuses more than 11,000 steps, VictoriaMetrics 30,000
+  (``-search.maxPointsPerTimeseries``); :meth:`PrometheusClient.query_range_chunked` uses the
+  smaller;
+* VictoriaMetrics does not return NaN samples; Prometheus does. Both return ``+Inf``/``-Inf``.
+
+The package, one job a module: :mod:`.client` (the public calls), :mod:`.transport` (sending,
+authentication, timeouts, retries), :mod:`.envelope` (checking an answer against the API
+envelope), :mod:`.parsing` (its ``data`` into samples and series), :mod:`.chunks` (long range
+queries in pieces), :mod:`.timestamps`, :mod:`.results`, :mod:`.usage` and :mod:`.errors`.
+Log records of all of them go to the ``migscope.analyzer.sources.prometheus`` logger.
+"""
+
+from __future__ import annotations
+
+from migscope.analyzer.sources.prometheus.chunks import MAX_POINTS_PER_SERIES
+from migscope.analyzer.sources.prometheus.client import PrometheusClient
+from migscope.analyzer.sources.prometheus.errors import (
+    PrometheusError,
+    PrometheusQueryError,
+    PrometheusResponseError,
+    PrometheusTimeout,
+    PrometheusUnreachable,
+)
+from migscope.analyzer.sources.prometheus.results import QueryResult, QueryStats, Sample, Series
+from migscope.analyzer.sources.prometheus.timestamps import Timestamp
+from migscope.analyzer.sources.prometheus.transport import (
+    CONNECT_TIMEOUT_SECONDS as CONNECT_TIMEOUT_SECONDS,
+)
+from migscope.analyzer.sources.prometheus.transport import DEFAULT_TIMEOUT
+from migscope.analyzer.sources.prometheus.transport import (
+    DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECONDS,
+)
+from migscope.analyzer.sources.prometheus.usage import ClientUsage
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_POINTS_PER_SERIES",
+    "ClientUsage",
+    "PrometheusClient",
+    "PrometheusError",
+    "PrometheusQueryError",
+    "PrometheusResponseError",
+    "PrometheusTimeout",
+    "PrometheusUnreachable",
+    "QueryResult",
+    "QueryStats",
+    "Sample",
+    "Series",
+    "Timestamp",
+]

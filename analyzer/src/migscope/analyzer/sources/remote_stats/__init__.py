@@ -1,0 +1,74 @@
+"""Slice statistics computed by the server in PromQL: the Prometheus path of ``analyzer.stats``.
+
+The analyzer must not pull a week of raw samples per slice to summarise it: at 10,000 slices
+that is 100 million points. Instead every :class:`~migscope.analyzer.model.SliceStats` field
+is one PromQL aggregation evaluated *at the window's end* over a ``[W]`` range or a
+``[W:step]`` subquery, and the analyzer only reads one number per slice and field. Memory
+is therefore proportional to the slices of one node chunk, whatever the window length.
+
+The numbers must equal what :func:`migscope.analyzer.stats.slice_stats` computes from the
+same raw samples (``tests/analyzer/test_stats_agree.py`` holds both to it on a real
+Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s definitions:
+
+* **NaN is dropped, not sorted first.** ``quantile_over_time`` over a raw range counts NaN
+  as the lowest value, while ``analyzer.stats`` ignores NaN. Each value is therefore taken per
+  step interval first and filtered with ``>= 0`` (the filter drops NaN):
+  ``quantile_over_time(0.95, (max by (slice) (last_over_time(x[step])) >= 0)[W:step])``.
+  With data once per step (the analyzer's expected resolution) that is exactly the raw
+  samples; with a faster scrape the quantiles see the last sample of each step interval
+  (``max`` uses ``max_over_time`` per interval, so it stays exact at any scrape rate).
+* **Coverage and allocation count step intervals**, as ``analyzer.stats`` does: a subquery
+  ``count_over_time((count by (slice) (...[step]))[W:step])`` counts the intervals
+  ``(end-(k+1)·step, end-k·step]`` that hold a sample. Subquery points are aligned to
+  multiples of ``step`` since the epoch, so the window is snapped to that grid (end rounded
+  down, length rounded up to whole steps; see :func:`snap_window`); the returned
+  ``window_start``/``window_end`` are the snapped ones.
+* **Prometheus 2.x ranges are closed** (``[start, end]``). For counting, the per-interval
+  range is ``step - 1ms`` and the subquery ``W - 1ms`` so intervals do not overlap; the
+  sample exactly at ``start`` is then not counted (``analyzer.stats`` folds it into the oldest
+  interval, so the two differ only if that interval has no other sample).
+* **Energy** is ``increase()`` on Prometheus and ``increase_prometheus()`` on
+  VictoriaMetrics, whose plain ``increase()`` reaches back before the window.
+
+* **One slice per instance.** Series are grouped by node, GPU, GPU-instance id and, in
+  migscope's dialect, ``mig_uuid`` (new for every instance MIG Manager creates), in
+  dcgm-exporter's ``GPU_I_PROFILE`` (it has no MIG UUID): a GPU instance id destroyed and
+  re-created during the window gives two slices, as the embedded source does, not one
+  with the statistics of both. Slices of one key come oldest first.
+* **dcgm-exporter's names in any letter case.** The names are read from the server and
+  matched case-insensitively; each spelling is selected by its own exact name and the
+  results joined with ``or``. Not with one ``{__name__=~"(?i)..."}`` matcher, which both
+  engines accept: while two spellings overlap (a relabelling rolled out during the window),
+  range functions drop the name and both engines fail with "vector cannot contain metrics
+  with the same labelset" (``tests/analyzer/test_promql.py``).
+
+Long windows: each statistic is one query over the whole window, because quantiles of
+sub-windows cannot be combined exactly. Prometheus evaluates ``[7d:1m]`` subqueries without
+a points limit (the 11,000-point limit is for range queries only) and VictoriaMetrics allows
+100,000 points per subquery series by default, so a week at a one-minute step fits; what
+bounds a query's cost is the number of series in it, which ``chunk_nodes`` limits (and with
+it ``--query.max-samples`` pressure at a 15 s scrape).
+
+The package, one job a module: :mod:`.window` (the snapped window), :mod:`.discovery` (engine,
+dialect, names and nodes, read at once), :mod:`.queries` (the PromQL building blocks),
+:mod:`.inventory` (which slices a chunk holds), :mod:`.statistics` (their fields),
+:mod:`.result` (the iterator and its cost) and :mod:`.evaluate` (the entry point).
+"""
+
+from __future__ import annotations
+
+from migscope.analyzer.sources.remote_stats.discovery import (
+    detect_remote_dialect,
+    detect_semantics,
+)
+from migscope.analyzer.sources.remote_stats.evaluate import remote_slice_stats
+from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
+from migscope.analyzer.sources.remote_stats.window import snap_window
+
+__all__ = [
+    "RemoteSliceStats",
+    "detect_remote_dialect",
+    "detect_semantics",
+    "remote_slice_stats",
+    "snap_window",
+]

@@ -1,0 +1,139 @@
+"""Before any statistic: which engine answers, which dialect it holds, by which names, where.
+
+Why a module of its own: these are the few cheap calls that run at once, so that a wrong
+server, an empty window or a fleet without MIG fails before the first statistic is asked
+for; they read the label index (``label_values``), never samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from migscope.analyzer.dialect import (
+    DCGM_ACTIVITY,
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    MIG_INFO,
+    NODE_LABELS,
+    Dialect,
+    NoMigSeriesError,
+    dcgm_family,
+    explain_no_mig,
+    presence_family,
+)
+from migscope.analyzer.sources.prometheus import PrometheusClient
+from migscope.analyzer.sources.promql import selector
+from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY
+from migscope.analyzer.stats import RangeSemantics
+
+__all__ = [
+    "dcgm_names",
+    "detect_remote_dialect",
+    "detect_semantics",
+    "find_nodes",
+    "slice_selectors",
+]
+
+
+def detect_semantics(client: PrometheusClient) -> RangeSemantics:
+    """Which engine answers: Prometheus 2.x, 3.x, or VictoriaMetrics (no version reported).
+
+    Why: window edges and ``increase()`` differ between them (see ``analyzer.stats``), and the
+    energy query must call ``increase_prometheus()`` on VictoriaMetrics. Front ends that
+    report their own version (Thanos, Mimir) are taken as Prometheus 3 unless it starts
+    with ``2.``; pass ``semantics=`` to override.
+    """
+    version = client.build_info().get("version", "")
+    if not version:
+        return "victoriametrics"
+    return "prometheus2" if version.startswith("2.") else "prometheus3"
+
+
+def detect_remote_dialect(client: PrometheusClient, *, start: float, end: float) -> Dialect:
+    """Which exporter's series the server holds in ``(start, end]``.
+
+    Mirrors :func:`migscope.analyzer.dialect.detect_dialect`: ``migscope_mig_info`` wins;
+    else any dcgm-exporter family (any letter case) with a ``GPU_I_ID``.
+
+    Raises:
+        NoMigSeriesError: neither is present; the message says what the server holds (the
+            dcgm-exporter families found, or the names closest to the expected ones).
+    """
+    names = set(client.label_values("__name__", start=start, end=end))
+    if MIG_INFO in names:
+        return Dialect.MIGSCOPE
+    if _gi_families(client, names, start=start, end=end):
+        return Dialect.DCGM
+    raise NoMigSeriesError(explain_no_mig(client.base_url, names, empty="no series in the window"))
+
+
+def _gi_families(
+    client: PrometheusClient, names: Iterable[str], *, start: float, end: float
+) -> dict[str, tuple[str, ...]]:
+    """dcgm-exporter families (upper case) with a ``GPU_I_ID``: the spellings of each.
+
+    One label-values call over the index: the names of the series that carry the label.
+    """
+    dcgm = sorted(n for n in names if dcgm_family(n) is not None)
+    if not dcgm:
+        return {}
+    with_gi = client.label_values(
+        "__name__",
+        match=[selector(None, GPU_I_ID=NON_EMPTY, **{"__name__": dcgm})],
+        start=start,
+        end=end,
+    )
+    out: dict[str, list[str]] = {}
+    for name in sorted(with_gi):
+        family = dcgm_family(name)
+        if family is not None:
+            out.setdefault(family, []).append(name)
+    return {family: tuple(spellings) for family, spellings in out.items()}
+
+
+def _spellings(names: Iterable[str], family: str) -> tuple[str, ...]:
+    """Every name on the server that is ``family`` in some letter case (itself if none)."""
+    found = tuple(sorted(n for n in names if dcgm_family(n) == family))
+    return found or (family,)
+
+
+def dcgm_names(client: PrometheusClient, *, start: float, end: float) -> dict[str, tuple[str, ...]]:
+    """Every spelling on the server of each dcgm-exporter family the queries read.
+
+    Activity and both framebuffer families (themselves when absent), and under
+    ``"presence"`` the family that lists GPU instances without them, if any (see
+    :func:`~migscope.analyzer.dialect.presence_family`).
+    """
+    present = client.label_values("__name__", start=start, end=end)
+    names: dict[str, tuple[str, ...]] = {}
+    for family in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
+        names[family] = _spellings(present, family)
+    presence = presence_family(_gi_families(client, present, start=start, end=end))
+    if presence is not None:
+        names["presence"] = _spellings(present, presence)
+    return names
+
+
+def slice_selectors(dialect: Dialect, names: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Selectors of the series that name slices: where the nodes are read from.
+
+    dcgm-exporter: only series with a ``GPU_I_ID``, since whole-GPU series make no slice.
+    """
+    if dialect is Dialect.DCGM:
+        return [selector(n, GPU_I_ID=NON_EMPTY) for spellings in names.values() for n in spellings]
+    return [selector(MIG_INFO)]
+
+
+def find_nodes(
+    client: PrometheusClient, matches: list[str], *, start: float, end: float
+) -> tuple[str | None, list[str]]:
+    """The node label and its non-empty values on the slice series, or ``(None, [])``.
+
+    The first of :data:`~migscope.analyzer.dialect.NODE_LABELS` that has values wins, as
+    the file reader reads the node.
+    """
+    for label in NODE_LABELS:
+        found = [v for v in client.label_values(label, match=matches, start=start, end=end) if v]
+        if found:
+            return label, found
+    return None, []

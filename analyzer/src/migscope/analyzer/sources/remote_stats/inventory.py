@@ -1,0 +1,131 @@
+"""Which slices a chunk of nodes holds, what each is, and in which order they are reported.
+
+Why a module of its own: the statistics are read per slice *key*, but which slices exist,
+their profile and model and memory size, come from different series in each dialect
+(``migscope_mig_info`` and ``migscope_gpu_info``; dcgm-exporter's labels on its activity,
+framebuffer or presence series), and this is where the two are told apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from migscope.analyzer.dialect import (
+    DCGM_ACTIVITY,
+    DEFAULT_NODE,
+    GPU_INFO,
+    MIB,
+    MIG_INFO,
+    MIG_MEMORY_TOTAL,
+    SliceId,
+    catalogue_model,
+    migscope_slice_info,
+    profile_bytes,
+)
+from migscope.analyzer.model import SliceInfo
+from migscope.analyzer.sources.prometheus import Sample
+from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, Queries
+from migscope.core.catalogue import GpuModel, model_for_name
+
+__all__ = ["Inventory", "dcgm_inventory", "migscope_inventory", "slice_inventory", "slice_order"]
+
+Inventory = dict[SliceId, tuple[SliceInfo, float | None]]
+"""Per slice: what it is, and its memory total in bytes (None when unknown)."""
+
+
+def slice_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
+    """The slices of ``nodes`` in the window, by the run's dialect."""
+    return migscope_inventory(q, nodes) if q.migscope else dcgm_inventory(q, nodes)
+
+
+def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
+    """migscope: the slices that have ``migscope_mig_info`` in the window, with sizes."""
+    models: dict[tuple[str, str], GpuModel | None] = {}
+    for sample in q.ask(f"last_over_time({q.sel(GPU_INFO, nodes)}[{q.window}])"):
+        labels = sample.labels
+        node = labels.get(q.run.node_label, "") if q.run.node_label else ""
+        models[(node or DEFAULT_NODE, labels.get("uuid", ""))] = catalogue_model(
+            labels.get("model"), labels.get("name")
+        )
+    totals = q.values(f"max {q.by} (last_over_time({q.sel(MIG_MEMORY_TOTAL, nodes)}[{q.window}]))")
+    out: Inventory = {}
+    infos = q.ask(f"last_over_time({q.sel(MIG_INFO, nodes)}[{q.window}])")
+    for sample in sorted(infos, key=lambda s: sorted(s.labels.items())):
+        ident = q.key(sample.labels)
+        if ident is None:
+            continue
+        key = ident[0]
+        model = models.get((key.node, key.gpu_uuid))
+        total = totals.get(ident)
+        info = migscope_slice_info(ident, sample.labels, model)
+        out[ident] = (info, total if total is not None else profile_bytes(model, info.profile))
+    return out
+
+
+def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
+    """dcgm-exporter: the slices with activity, framebuffer or presence series in the window.
+
+    Memory total is ``FB_USED + FB_FREE`` in the last step interval that has both (each
+    family's spellings merged first, ``max without ()``, so that two spellings of one
+    family do not make the addition many-to-many), else the catalogue's profile size.
+    Slices seen only in the presence family have no samples: they come out ``unknown``.
+    """
+
+    def per_interval(metrics: Sequence[str]) -> str:
+        parts = " or ".join(f"last_over_time({q.sel(m, nodes)}[{q.interval}])" for m in metrics)
+        return f"max without () ({parts})"
+
+    # The last step interval in which both were seen, as the embedded source takes the
+    # last time both were sampled: a slice whose pod (and so series) changed keeps the
+    # newest total, not the largest of its series'.
+    both = f"(max {q.by} ({per_interval(q.memory)} + {per_interval(q.free)}) >= 0)"
+    totals = q.values(f"last_over_time({both}[{q.value_range}:{q.step}])", scale=float(MIB))
+    labels_by = dict.fromkeys((*q.key_labels, "modelName"))
+    by = "by (" + ", ".join(labels_by) + ")"
+    measured = q.last([*q.activity, *q.memory, *q.free], nodes)
+    found = sorted(q.ask(f"count {by} ({measured})"), key=lambda s: sorted(s.labels.items()))
+    listed: list[Sample] = []
+    if q.presence:
+        present = q.last(q.presence, nodes, GPU_I_ID=NON_EMPTY)
+        listed = sorted(q.ask(f"count {by} ({present})"), key=lambda s: sorted(s.labels.items()))
+    out: Inventory = {}
+    only_listed = 0
+    for presence_only, sample in [*((False, s) for s in found), *((True, s) for s in listed)]:
+        ident = q.key(sample.labels)
+        if ident is None or ident in out:
+            continue
+        only_listed += presence_only
+        model = model_for_name(sample.labels.get("modelName", ""))
+        profile = ident[1]
+        total = totals.get(ident)
+        out[ident] = (
+            SliceInfo(
+                key=ident[0],
+                model=model.key if model is not None else None,
+                profile=profile,
+            ),
+            total if total is not None else profile_bytes(model, profile),
+        )
+    if only_listed:
+        q.run.notes.append(
+            f"{q.client.base_url}: {only_listed} GPU instance(s) appear only in "
+            f"{', '.join(q.presence)}, with no {DCGM_ACTIVITY} or framebuffer series: "
+            "reported unknown, their GPUs kept as they are"
+        )
+    return out
+
+
+def slice_order(q: Queries, infos: Mapping[SliceId, object], nodes: Sequence[str]) -> list[SliceId]:
+    """The slices sorted by key, re-created instances of one key oldest first.
+
+    Why: the embedded sources yield them so (by first sample). Only when a key has
+    several instances in the chunk does it cost a query: the first step each was seen at
+    (:meth:`Queries.seen_at`).
+    """
+    keys = [ident[0] for ident in infos]
+    if len(set(keys)) == len(keys):
+        return sorted(infos)
+    metrics = [MIG_INFO] if q.migscope else q.activity + q.memory + q.free
+    first = q.values(q.seen_at("min", metrics, nodes))
+    return sorted(infos, key=lambda k: (k[0], first.get(k, math.inf), k[1]))

@@ -1,0 +1,189 @@
+"""The PromQL of one run: ranges, selectors, the per-interval building blocks, and asking.
+
+Why a module of its own: every statistic is assembled from the same few pieces (a selector
+limited to the chunk's nodes, one value per slice and step interval, the count of intervals
+that hold something), and every answer is read back into slices the same way; the
+inventory (:mod:`.inventory`) and the statistics (:mod:`.statistics`) both build on it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+from migscope.analyzer.dialect import (
+    DCGM_ACTIVITY,
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    DEFAULT_NODE,
+    MIG_ACTIVITY,
+    MIG_MEMORY_USED,
+    POD_LABELS,
+    Dialect,
+    SliceId,
+)
+from migscope.analyzer.model import HourlyUse, SliceKey
+from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample
+from migscope.analyzer.sources.promql import Matcher, duration, selector
+from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
+from migscope.analyzer.stats import hourly_buckets
+
+__all__ = ["NON_EMPTY", "Queries", "Values"]
+
+NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
+"""The matcher "the label is set"."""
+
+Values: TypeAlias = dict[SliceId, float]
+"""One number per slice: what an aggregation by the slice's key labels returns."""
+
+
+class Queries:
+    """The PromQL of one run, and the reading of its answers back into slices.
+
+    Args:
+        client: The server.
+        run: The run the queries are accounted to (window, dialect, node label, names).
+        step: Step interval, seconds.
+        period: Bucket length of the hourly use, seconds, or None for none.
+    """
+
+    def __init__(
+        self, client: PrometheusClient, run: RemoteSliceStats, *, step: float, period: float | None
+    ) -> None:
+        self.client = client
+        self.run = run
+        self.step_ms = round(step * 1000)
+        self.window_ms = round((run.window_end - run.window_start) * 1000)
+        closed = run.semantics == "prometheus2"
+        self.buckets = (
+            hourly_buckets(run.window_start, run.window_end, step, period) if period else None
+        )
+        self.period_ms = round(period * 1000) if period else 0
+        self.bucket_range = duration((self.period_ms - (1 if closed else 0)) / 1000)
+        # Closed ranges (Prometheus 2) would count a sample on the grid in two intervals.
+        self.interval = duration((self.step_ms - (1 if closed else 0)) / 1000)
+        self.count_range = duration((self.window_ms - (1 if closed else 0)) / 1000)
+        self.value_range = duration(self.window_ms / 1000)
+        self.step = duration(self.step_ms / 1000)
+        self.window = self.value_range
+        self.migscope = run.dialect is Dialect.MIGSCOPE
+        node = [run.node_label] if run.node_label is not None else []
+        # The last label tells re-created instances of one GI id apart (see SliceId).
+        if self.migscope:
+            self.key_labels: tuple[str, ...] = (
+                "gpu",
+                "gpu_uuid",
+                "gpu_instance_id",
+                *node,
+                "mig_uuid",
+            )
+        else:
+            self.key_labels = ("gpu", "UUID", "uuid", "GPU_I_ID", *node, "GPU_I_PROFILE")
+        self.by = "by (" + ", ".join(self.key_labels) + ")"
+        names = run.names
+
+        def spelled(family: str) -> list[str]:
+            return list(names.get(family, (family,)))
+
+        self.activity = [MIG_ACTIVITY] if self.migscope else spelled(DCGM_ACTIVITY)
+        self.memory = [MIG_MEMORY_USED] if self.migscope else spelled(DCGM_FB_USED)
+        self.free = [] if self.migscope else spelled(DCGM_FB_FREE)
+        self.presence = [] if self.migscope else list(names.get("presence", ()))
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def sel(self, metric: str, nodes: Sequence[str], **extra: Matcher) -> str:
+        """``metric`` limited to ``nodes`` (every series when there is no node label)."""
+        if self.run.node_label is None:
+            return selector(metric, **extra)
+        return selector(metric, **{self.run.node_label: list(nodes)}, **extra)
+
+    def ask(self, expr: str) -> QueryResult[Sample]:
+        """Evaluate ``expr`` at the window's end, and account for it."""
+        result = self.client.query(expr, at=self.run.window_end)
+        self.run.account(result)
+        return result
+
+    def key(self, labels: Mapping[str, str]) -> SliceId | None:
+        """The slice a result's labels name, as :mod:`~migscope.analyzer.dialect` groups it."""
+        if self.migscope:
+            gpu_text, gi_text = labels.get("gpu", ""), labels.get("gpu_instance_id", "")
+            uuid, ident = labels.get("gpu_uuid", ""), labels.get("mig_uuid", "")
+            if not uuid:
+                return None
+        else:
+            gpu_text, gi_text = labels.get("gpu", ""), labels.get("GPU_I_ID", "")
+            uuid = labels.get("UUID") or labels.get("uuid") or ""
+            ident = labels.get("GPU_I_PROFILE", "")
+        try:
+            gpu, gi = int(gpu_text), int(gi_text)
+        except ValueError:
+            return None
+        node = labels.get(self.run.node_label, "") if self.run.node_label else ""
+        return SliceKey(node or DEFAULT_NODE, gpu, uuid, gi), ident
+
+    def last(self, metrics: Sequence[str], nodes: Sequence[str], **extra: Matcher) -> str:
+        """Each series' last value in the window, over every spelling of a family."""
+        return " or ".join(
+            f"last_over_time({self.sel(m, nodes, **extra)}[{self.window}])" for m in metrics
+        )
+
+    def values(self, expr: str, *, scale: float = 1.0) -> Values:
+        """Evaluate ``expr`` and read one number per slice (NaN dropped), times ``scale``."""
+        out: Values = {}
+        for sample in self.ask(expr):
+            key = self.key(sample.labels)
+            if key is not None and not math.isnan(sample.value):
+                out[key] = sample.value * scale
+        return out
+
+    def per_interval(self, fn: str, metrics: Sequence[str], nodes: Sequence[str]) -> str:
+        """One non-NaN value per slice and step interval: the input of value statistics."""
+        # The filter goes inside each branch: ``or`` keeps the left side's NaN over the right
+        # side's number when both have the same labels (activity and memory do).
+        parts = " or ".join(f"({fn}({self.sel(m, nodes)}[{self.interval}]) >= 0)" for m in metrics)
+        return f"(max {self.by} ({parts}))"
+
+    def observed(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
+        """Per slice and step interval: present when any metric has a non-NaN sample."""
+        return " or ".join(
+            f"(max_over_time({self.sel(m, nodes)}[{self.interval}]) >= 0)" for m in metrics
+        )
+
+    def holding(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
+        """Per slice, pod and step interval: present when a series naming a pod has a sample."""
+        return " or ".join(
+            f"count_over_time({self.sel(m, nodes, **{label: NON_EMPTY})}[{self.interval}])"
+            for m in metrics
+            for label in POD_LABELS
+        )
+
+    def intervals(self, inner: str, by: str) -> str:
+        """How many step intervals of the window hold ``inner``."""
+        return f"count_over_time((count {by} ({inner}))[{self.count_range}:{self.step}])"
+
+    def seen_at(self, fn: str, metrics: Sequence[str], nodes: Sequence[str]) -> str:
+        """The latest (``max``) or earliest (``min``) step at which a slice has a sample.
+
+        ``timestamp()`` of an aggregated expression is its evaluation time: the end of the
+        step interval holding the sample, which is what :func:`stats.slice_stats` reports
+        too. Aggregating *before* ``timestamp()`` keeps the subquery as cheap as the
+        statistics' (``timestamp()`` of the raw series, one per pod label set, took 30 s on
+        the demo week where each statistic takes under one).
+        """
+        inner = f"timestamp(max {self.by} ({self.observed(metrics, nodes)}))"
+        return f"{fn}_over_time({inner}[{self.count_range}:{self.step}])"
+
+    def unused(self) -> HourlyUse:
+        """The buckets of a slice nothing was seen on: activity unknown, never held."""
+        n = self.buckets or 0
+        return HourlyUse(self.period_ms / 1000.0, (None,) * n, (0.0,) * n)
+
+    def increase(self) -> str:
+        """The function that takes a counter's increase over the window on this engine.
+
+        VictoriaMetrics's own ``increase()`` reaches back before the window;
+        ``increase_prometheus()`` is its Prometheus-compatible one.
+        """
+        return "increase_prometheus" if self.run.semantics == "victoriametrics" else "increase"

@@ -1,0 +1,88 @@
+"""What a run of server-side statistics returns: the slices, and what producing them cost.
+
+Why a module of its own: :class:`RemoteSliceStats` is both the iterator callers consume and
+the account the queries add to as they run; the query modules import it, and the entry
+point (:mod:`.evaluate`) creates it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from migscope.analyzer.dialect import Dialect
+from migscope.analyzer.model import SliceStats
+from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
+from migscope.analyzer.stats import RangeSemantics
+
+__all__ = ["RemoteSliceStats"]
+
+
+@dataclass
+class RemoteSliceStats(Iterator[SliceStats]):
+    """The slices' statistics, produced chunk by chunk, with the server's own cost.
+
+    Iterate it for :class:`SliceStats` (sorted by node, then GPU and GI, like the embedded
+    source). The counters grow as chunks are evaluated; read them after the iteration.
+
+    Attributes:
+        dialect: The detected (or given) dialect.
+        semantics: The engine whose window semantics the queries assume.
+        window_start: Snapped window start (see :func:`snap_window`).
+        window_end: Snapped window end.
+        node_label: The label the nodes were read from (None when the series have none).
+        nodes: The nodes, in processing order.
+        queries: Instant queries sent so far.
+        server_eval_seconds: Sum of the server's ``evalTotalTime`` over those queries, or
+            None when the server reports no timings (VictoriaMetrics): the PromQL time the
+            benchmark compares the analyzer's wall time with.
+        queryable_samples: Sum of the server's ``totalQueryableSamples``, or None.
+        wall_seconds: The analyzer's own wall time inside queries and result handling.
+        names: The metric names read for each family the dialect uses, as the server spells
+            them (dcgm-exporter's families in any letter case; ``presence`` is the family
+            that lists GPU instances without activity or framebuffer series, if any).
+        notes: One sentence per thing worth a report note (slices seen only through the
+            presence family), filled in as chunks are evaluated.
+    """
+
+    dialect: Dialect
+    semantics: RangeSemantics
+    window_start: float
+    window_end: float
+    node_label: str | None
+    nodes: tuple[str, ...]
+    names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    queries: int = 0
+    server_eval_seconds: float | None = 0.0
+    queryable_samples: int | None = 0
+    wall_seconds: float = 0.0
+    _items: Iterator[SliceStats] = field(default_factory=lambda: iter(()), repr=False)
+
+    def __next__(self) -> SliceStats:
+        started = time.perf_counter()
+        try:
+            return next(self._items)
+        finally:
+            self.wall_seconds += time.perf_counter() - started
+
+    def __iter__(self) -> RemoteSliceStats:
+        return self
+
+    def account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
+        """Count one query and add the server's reported cost (None once one reports none)."""
+        self.queries += 1
+        stats = result.stats
+        evaluated = stats.eval_total_time if stats is not None else None
+        samples = stats.total_queryable_samples if stats is not None else None
+        self.server_eval_seconds = (
+            None
+            if evaluated is None or self.server_eval_seconds is None
+            else self.server_eval_seconds + evaluated
+        )
+        self.queryable_samples = (
+            None
+            if samples is None or self.queryable_samples is None
+            else self.queryable_samples + samples
+        )

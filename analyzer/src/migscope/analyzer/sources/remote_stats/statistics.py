@@ -1,0 +1,174 @@
+"""Every statistic of a chunk's slices: one PromQL aggregation per field, evaluated by the server.
+
+Why a module of its own: this is where :class:`~migscope.analyzer.model.SliceStats` is put
+together from the answers, field by field, with the definitions of ``analyzer.stats`` (see the
+package docstring for how each query matches them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+
+from migscope.analyzer.dialect import (
+    MIB,
+    MIG_ENERGY,
+    MIG_POD_INFO,
+    NAMESPACE_LABELS,
+    POD_LABELS,
+    SliceId,
+    pod_of,
+)
+from migscope.analyzer.model import HourlyUse, Owner, SliceStats
+from migscope.analyzer.sources.remote_stats.inventory import slice_inventory, slice_order
+from migscope.analyzer.sources.remote_stats.queries import Queries, Values
+
+__all__ = ["chunk_stats", "hourly", "last_seen", "owners"]
+
+
+def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
+    """The statistics of every slice on ``nodes``, in report order (see :func:`slice_order`).
+
+    A fixed number of queries per chunk (about fifteen instant queries, and two range
+    queries for the hourly buckets), whatever the number of slices in it; nothing beyond
+    the inventory is asked when the chunk has no slice.
+    """
+    migscope = q.migscope
+    activity, memory = q.activity, q.memory
+    scale = 1.0 if migscope else float(MIB)
+    holders = [MIG_POD_INFO] if migscope else activity + memory
+    infos = slice_inventory(q, nodes)
+    if not infos:
+        return
+    order = slice_order(q, infos, nodes)
+
+    def quantile(level: float, metrics: Sequence[str], s: float = 1.0) -> Values:
+        inner = q.per_interval("last_over_time", metrics, nodes)
+        return q.values(f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])", scale=s)
+
+    def maximum(metrics: Sequence[str], s: float = 1.0) -> Values:
+        inner = q.per_interval("max_over_time", metrics, nodes)
+        return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])", scale=s)
+
+    act_p50, act_p95, act_max = (
+        quantile(0.5, activity),
+        quantile(0.95, activity),
+        maximum(activity),
+    )
+    mem_p95, mem_peak = quantile(0.95, memory, scale), maximum(memory, scale)
+    samples = q.values(
+        f"count_over_time({q.per_interval('last_over_time', activity + memory, nodes)}"
+        f"[{q.value_range}:{q.step}])"
+    )
+    observed = q.observed(activity + memory, nodes)
+    held = q.holding(holders, nodes)
+    covered = q.values(q.intervals(observed, q.by))
+    seen = q.values(q.intervals(f"{observed} or {held}", q.by))
+    held_any = q.values(q.intervals(held, q.by))
+    held_by = owners(q, held)
+    energy = (
+        q.values(f"sum {q.by} ({q.increase()}({q.sel(MIG_ENERGY, nodes)}[{q.window}]))")
+        if migscope
+        else {}
+    )
+    expected = max(1, q.window_ms // q.step_ms)
+    buckets = hourly(q, activity, held, nodes)
+    newest = last_seen(q, activity + memory, nodes)
+    for key in order:
+        info, total = infos[key]
+        seen_k = seen.get(key, 0.0)
+        yield SliceStats(
+            info=info,
+            window_start=q.run.window_start,
+            window_end=q.run.window_end,
+            samples=int(samples.get(key, 0)),
+            expected_samples=expected,
+            coverage=covered.get(key, 0.0) / expected,
+            activity_p50=act_p50.get(key),
+            activity_p95=act_p95.get(key),
+            activity_max=act_max.get(key),
+            memory_peak_bytes=mem_peak.get(key),
+            memory_p95_bytes=mem_p95.get(key),
+            memory_total_bytes=total,
+            allocated_fraction=held_any.get(key, 0.0) / seen_k if seen_k else 0.0,
+            owners=tuple(
+                sorted(
+                    (Owner(ns, pod, n / seen_k) for (ns, pod), n in held_by.get(key, {}).items())
+                    if seen_k
+                    else (),
+                    key=lambda o: (-o.fraction, o.namespace, o.pod),
+                )
+            ),
+            energy_joules=energy.get(key),
+            hourly=buckets.get(key, q.unused()) if q.buckets else None,
+            last_seen=newest.get(key),
+        )
+
+
+def last_seen(q: Queries, metrics: Sequence[str], nodes: Sequence[str]) -> Values:
+    """Per slice, the end of the step interval holding its newest sample in the window.
+
+    Why: after a re-partition in the window the instances seen last are the current ones,
+    and coverage cannot tell (an old instance seen for four days outweighs its successor
+    seen for three). One subquery, as cheap as a statistic (see :meth:`Queries.seen_at`).
+    """
+    return q.values(q.seen_at("max", metrics, nodes))
+
+
+def hourly(
+    q: Queries, activity: Sequence[str], held: str, nodes: Sequence[str]
+) -> dict[SliceId, HourlyUse]:
+    """Per-bucket activity and allocation: two range queries at ``period`` resolution.
+
+    Evaluated at the end of each bucket: ``avg_over_time`` of the per-interval activity
+    and ``count_over_time`` of the held intervals over a ``[period:step]`` subquery
+    (``period - 1ms`` on Prometheus 2, whose ranges are closed). Empty without buckets.
+    """
+    if not q.buckets:
+        return {}
+    n, period_ms, step = q.buckets, q.period_ms, q.step
+    per = period_ms // q.step_ms
+    end = q.run.window_end
+    first = end - (n - 1) * period_ms / 1000.0
+
+    def ask(expr: str) -> dict[SliceId, dict[int, float]]:
+        result = q.client.query_range(expr, start=first, end=end, step=period_ms / 1000.0)
+        q.run.account(result)
+        out: dict[SliceId, dict[int, float]] = {}
+        for series in result:
+            key = q.key(series.labels)
+            if key is None:
+                continue
+            points = out.setdefault(key, {})
+            for t, v in series.points():
+                bucket = n - 1 - round((end - t) * 1000) // period_ms
+                if 0 <= bucket < n and not math.isnan(v):
+                    points[bucket] = v
+        return out
+
+    inner = q.per_interval("last_over_time", activity, nodes)
+    act = ask(f"avg_over_time({inner}[{q.bucket_range}:{step}])")
+    alloc = ask(f"count_over_time((count {q.by} ({held}))[{q.bucket_range}:{step}])")
+    return {
+        key: HourlyUse(
+            period_seconds=period_ms / 1000.0,
+            activity=tuple(act.get(key, {}).get(b) for b in range(n)),
+            allocated=tuple(alloc.get(key, {}).get(b, 0.0) / per for b in range(n)),
+        )
+        for key in act.keys() | alloc.keys()
+    }
+
+
+def owners(q: Queries, held: str) -> dict[SliceId, dict[tuple[str, str], float]]:
+    """Step intervals held per slice and pod (labels as :func:`dialect.pod_of` reads them)."""
+    by = "by (" + ", ".join((*q.key_labels, *NAMESPACE_LABELS, *POD_LABELS)) + ")"
+    out: dict[SliceId, dict[tuple[str, str], float]] = {}
+    for sample in q.ask(q.intervals(held, by)):
+        key = q.key(sample.labels)
+        owner = pod_of(sample.labels)
+        if key is None or owner is None:
+            continue
+        # One pod seen under two label spellings: the larger count, not a double count.
+        per_key = out.setdefault(key, {})
+        per_key[owner] = max(per_key.get(owner, 0.0), sample.value)
+    return out

@@ -1,0 +1,173 @@
+"""One slice's summary of a window: :func:`slice_stats` and its generator over a fleet.
+
+Its own module because this is where the pieces meet: the samples a range selector sees
+(:mod:`.series`), PromQL's quantiles and ``increase()`` (:mod:`.promql`) and the per-hour
+buckets (:mod:`.hourly`) become one :class:`~migscope.analyzer.model.SliceStats`, with
+coverage, allocation and owners counted in step intervals (see the package docstring).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+
+from migscope.analyzer.model import Owner, SliceStats
+from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets, hourly_use
+from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
+from migscope.analyzer.stats.series import (
+    Int64Array,
+    RangeSemantics,
+    SliceSeries,
+    TimeSeries,
+    to_ms,
+)
+
+__all__ = ["DEFAULT_STEP_SECONDS", "iter_slice_stats", "slice_stats"]
+
+DEFAULT_STEP_SECONDS = 60.0
+"""Resolution the analyzer expects its data at: one sample per slice per minute."""
+
+
+def _quantiles(series: TimeSeries) -> tuple[float | None, float | None, float | None]:
+    """p50, p95 and max of a window's non-NaN values, or three Nones when there are none."""
+    if not len(series):
+        return None, None, None
+    values = series.values
+    return (
+        prometheus_quantile(0.5, values),
+        prometheus_quantile(0.95, values),
+        float(values.max()),
+    )
+
+
+def slice_stats(
+    series: SliceSeries,
+    *,
+    start: float,
+    end: float,
+    step: float = DEFAULT_STEP_SECONDS,
+    semantics: RangeSemantics = "prometheus3",
+    period: float | None = HOURLY_PERIOD_SECONDS,
+) -> SliceStats:
+    """Summarise one slice's samples over the window ``(start, end]``.
+
+    Args:
+        series: The slice's raw series.
+        start: Window start, Unix seconds (exclusive; inclusive with ``"prometheus2"``).
+        end: Window end, Unix seconds (inclusive).
+        step: The expected sample interval, seconds: the window holds ``ceil(W/step)`` step
+            intervals, and coverage is the share of them that hold a sample.
+        semantics: Which engine's window edges and ``increase()`` to copy.
+        period: Bucket length of :attr:`SliceStats.hourly` (None: no buckets); buckets are
+            only made when :func:`hourly_buckets` says the window allows them.
+
+    Returns:
+        The statistics; numbers the samples cannot give are None, never zero.
+
+    Raises:
+        ValueError: ``end`` is not after ``start``, or ``step`` is not positive.
+    """
+    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+        raise ValueError(f"window end ({end}) must be after its start ({start})")
+    if not math.isfinite(step) or step <= 0:
+        raise ValueError(f"step must be a positive number of seconds, got {step}")
+    start_ms, end_ms, step_ms = to_ms(start), to_ms(end), max(1, to_ms(step))
+    expected = max(1, -(-(end_ms - start_ms) // step_ms))
+
+    def in_window(ts: TimeSeries | None) -> TimeSeries:
+        if ts is None:
+            return TimeSeries.of_ms([], [])
+        return ts.between(start_ms, end_ms, semantics=semantics).dropna()
+
+    def buckets(stamps: Int64Array) -> Int64Array:
+        # Step interval k is (end - (k+1)·step, end - k·step]; a sample exactly at a
+        # prometheus2 window's start lands in the oldest one rather than one more.
+        return np.unique(np.minimum((end_ms - stamps) // step_ms, expected - 1))
+
+    activity = in_window(series.activity)
+    memory = in_window(series.memory_used)
+    observed = np.union1d(activity.timestamps_ms, memory.timestamps_ms)
+    observed_buckets = buckets(observed)
+
+    held_by: dict[tuple[str, str], Int64Array] = {}
+    for owner, stamps in series.holders.items():
+        window = TimeSeries.of_ms(stamps, np.zeros(len(stamps))).between(
+            start_ms, end_ms, semantics=semantics
+        )
+        if len(window):
+            held_by[owner] = buckets(window.timestamps_ms)
+    held: Int64Array = (
+        np.unique(np.concatenate(list(held_by.values())))
+        if held_by
+        else np.empty(0, dtype=np.int64)
+    )
+    seen = int(np.union1d(observed_buckets, held).size)
+    owners = tuple(
+        sorted(
+            (Owner(ns, pod, b.size / seen) for (ns, pod), b in held_by.items()),
+            key=lambda o: (-o.fraction, o.namespace, o.pod),
+        )
+    )
+
+    increases = [
+        inc
+        for counter in series.energy
+        if (inc := prometheus_increase(counter, start=start, end=end, semantics=semantics))
+        is not None
+    ]
+    act_p50, act_p95, act_max = _quantiles(activity)
+    _, mem_p95, mem_peak = _quantiles(memory)
+    n_buckets = hourly_buckets(start, end, step, period) if period else None
+    hourly = (
+        hourly_use(
+            series.activity,
+            series.holders.values(),
+            end_ms=end_ms,
+            step_ms=step_ms,
+            period_ms=to_ms(period),
+            buckets=n_buckets,
+        )
+        if n_buckets and period
+        else None
+    )
+    return SliceStats(
+        info=series.info,
+        window_start=start,
+        window_end=end,
+        samples=int(observed.size),
+        expected_samples=int(expected),
+        coverage=observed_buckets.size / expected,
+        activity_p50=act_p50,
+        activity_p95=act_p95,
+        activity_max=act_max,
+        memory_peak_bytes=mem_peak,
+        memory_p95_bytes=mem_p95,
+        memory_total_bytes=series.memory_total_bytes,
+        allocated_fraction=held.size / seen if seen else 0.0,
+        owners=owners,
+        energy_joules=sum(increases) if increases else None,
+        hourly=hourly,
+        # The end of the step interval holding the newest sample, as the server reports it.
+        last_seen=(end_ms - int(observed_buckets.min()) * step_ms) / 1000.0
+        if observed_buckets.size
+        else None,
+    )
+
+
+def iter_slice_stats(
+    slices: Iterable[SliceSeries],
+    *,
+    start: float,
+    end: float,
+    step: float = DEFAULT_STEP_SECONDS,
+    semantics: RangeSemantics = "prometheus3",
+) -> Iterator[SliceStats]:
+    """:func:`slice_stats` for each slice in turn, holding one slice's samples at a time.
+
+    Arguments are those of :func:`slice_stats`; ``slices`` may be a generator (the dialect
+    readers' are), so a fleet is summarised without holding all of it.
+    """
+    for series in slices:
+        yield slice_stats(series, start=start, end=end, step=step, semantics=semantics)

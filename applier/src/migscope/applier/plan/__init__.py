@@ -1,0 +1,39 @@
+"""What the applier is asked to do, and how it reads that from the analyzer's files.
+
+:mod:`~migscope.applier.plan.model` holds the plan's types and the rule deciding whether it
+may be applied (provenance: not simulated, not stale, of known origin);
+:mod:`~migscope.applier.plan.contract` reads the files through the report contract
+(:mod:`migscope.core.spec.v1`); :mod:`~migscope.applier.plan.read` builds the plan from them
+and re-checks every change against the safety contract.
+"""
+
+from __future__ import annotations
+
+from migscope.applier.plan.model import (
+    DEFAULT_MAX_PLAN_AGE_S,
+    FUTURE_SLACK_S,
+    ApplyPlan,
+    GpuChange,
+    NodeChange,
+    PlanError,
+    PlanRefused,
+    Provenance,
+    format_age,
+)
+from migscope.applier.plan.read import MIG_PARTED_FILE, NO_EVIDENCE, load_plan, plan_from_report
+
+__all__ = [
+    "DEFAULT_MAX_PLAN_AGE_S",
+    "FUTURE_SLACK_S",
+    "MIG_PARTED_FILE",
+    "NO_EVIDENCE",
+    "ApplyPlan",
+    "GpuChange",
+    "NodeChange",
+    "PlanError",
+    "PlanRefused",
+    "Provenance",
+    "format_age",
+    "load_plan",
+    "plan_from_report",
+]

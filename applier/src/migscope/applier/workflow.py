@@ -1,0 +1,436 @@
+"""One node's change as a resumable sequence of steps, each recorded in the patch that makes it.
+
+From the recorded intent to the end: write the named config into the ConfigMap and cordon
+(``configmap``), evict what the change endangers and relabel (``drain``), wait for MIG
+Manager's answer (``wait``), check the advertised resources, uncordon and count the change
+(``verify``); on any failure restore the previous label and uncordon (``rollback``). Each
+step writes its successor into the node's progress annotation in the same patch as its
+change (:mod:`~migscope.applier.steps`), so a run killed anywhere is resumed or rolled back
+by the next one from exactly where it stopped, and a step retried after an error first reads
+that record (a write whose answer was lost may have landed).
+
+:class:`NodeWorkflow` runs the steps of one node at a time; deciding which nodes to change
+(and whether at all) is the :class:`~migscope.applier.applier.Applier`'s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from migscope.applier.audit import Audit
+from migscope.applier.configmap import ConfigMapError, ConfigTarget, config_present, ensure_config
+from migscope.applier.outcome import NodeOutcome
+from migscope.applier.plan import NodeChange
+from migscope.applier.settings import ApplySettings
+from migscope.applier.steps import (
+    CHANGES_ANNOTATION,
+    CONFIG_LABEL,
+    STATE_ANNOTATION,
+    STATE_LABEL,
+    NodeProgress,
+    Step,
+    advertised,
+    pods_at_risk,
+    read_progress,
+    with_change,
+)
+from migscope.core.errors import MigscopeError
+from migscope.core.migparted import MigPartedConfig
+from migscope.kube import ApiError, Conflict, Kube, NotFound, TooManyRequests
+
+__all__ = ["NodeWorkflow"]
+
+Obj = dict[str, Any]
+
+_ORDER = {
+    Step.CONFIGMAP: 0,
+    Step.DRAIN: 1,
+    Step.WAIT: 2,
+    Step.VERIFY: 3,
+    Step.ROLLBACK: 4,
+    Step.DONE: 5,
+    Step.FAILED: 5,
+}
+"""How far along a change is, to recognise a write that landed although its answer was lost."""
+
+
+class _Abort(MigscopeError):
+    """A node's change cannot go on: roll back with this reason."""
+
+
+class NodeWorkflow:
+    """Takes one node's change from its recorded progress to ``done`` or ``failed``.
+
+    Args:
+        kube: The cluster (writable: a dry run never gets here).
+        settings: Timeouts, ``--drain``, the poll interval.
+        audit: Log lines and Events.
+        run_id: This run's id (a record with another is resumed from an earlier run).
+        clock: Wall clock (Unix seconds), for timeouts and records.
+        sleep: How to wait between polls.
+        check_lease: Raises when the Lease was lost (called between steps and polls).
+    """
+
+    def __init__(
+        self,
+        kube: Kube,
+        settings: ApplySettings,
+        *,
+        audit: Audit,
+        run_id: str,
+        clock: Callable[[], float],
+        sleep: Callable[[float], None],
+        check_lease: Callable[[], None],
+    ) -> None:
+        self.kube = kube
+        self.settings = settings
+        self.audit = audit
+        self.run_id = run_id
+        self.clock = clock
+        self.sleep = sleep
+        self.check_lease = check_lease
+
+    def record(self, node: Obj, progress: NodeProgress, *, why: str) -> None:
+        """Write ``progress`` on ``node`` (guarded by its resourceVersion) and log it.
+
+        Raises:
+            Conflict: the node changed since it was read.
+        """
+        self._patch(
+            node["metadata"]["name"],
+            {
+                "metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"],
+                    "annotations": {STATE_ANNOTATION: progress.to_json()},
+                }
+            },
+        )
+        self.audit.log(
+            node["metadata"]["name"],
+            "record",
+            step=progress.step.value,
+            target=progress.target,
+            why=why,
+        )
+
+    def resume(
+        self,
+        change: NodeChange,
+        progress: NodeProgress,
+        target: ConfigTarget,
+        *,
+        out: NodeOutcome | None = None,
+        config: MigPartedConfig | None = None,
+    ) -> NodeOutcome:
+        """Run the change's steps from ``progress`` until it is done or rolled back.
+
+        Args:
+            change: The node's change.
+            progress: Where it stands (recorded on the node).
+            target: The mig-parted ConfigMap.
+            out: The outcome to complete (a new one when None).
+            config: The plan's named config to write into the ConfigMap; None when the
+                change is not this plan's (a resumed one), whose config must be there already.
+
+        Returns:
+            ``applied`` or ``failed``, with the last step's message.
+
+        Raises:
+            ApiError: the cluster kept failing (the node's record says where to resume).
+            LeaseLost: through ``check_lease``.
+        """
+        out = out or NodeOutcome(change.node, progress.target, "failed", actions=[])
+        if progress.run != self.run_id:
+            out.actions.append(
+                f"resumed a change left at step {progress.step.value} by run {progress.run}"
+            )
+            self.audit.log(
+                change.node,
+                "resume",
+                step=progress.step.value,
+                target=progress.target,
+                why="a previous run stopped mid-change",
+            )
+        failures = 0
+        try:
+            while not progress.step.terminal:
+                self.check_lease()
+                try:
+                    progress = self._advance(change, progress, target, config=config)
+                    failures = 0
+                except Conflict:
+                    failures += 1  # the node changed under us (MIG Manager, kubelet): re-read
+                    if failures > 5:
+                        raise
+                except ApiError as exc:
+                    failures += 1
+                    if failures > 3:
+                        raise  # the run stops; the node's record says where to resume
+                    self.audit.log(change.node, "retry", step=progress.step.value, why=str(exc))
+                    self.sleep(min(30.0, self.settings.poll_s * 2**failures))
+        except _Abort as exc:
+            progress = self._rollback(change, progress, str(exc))
+        if progress.step is Step.DONE:
+            out.result, out.reason = "applied", progress.message
+        else:
+            out.result, out.reason = "failed", progress.message
+        return out
+
+    def _advance(
+        self,
+        change: NodeChange,
+        progress: NodeProgress,
+        target: ConfigTarget,
+        *,
+        config: MigPartedConfig | None,
+    ) -> NodeProgress:
+        node = self.kube.get_node(change.node)
+        recorded = read_progress(node)
+        if (
+            recorded is not None
+            and (recorded.run, recorded.target) == (progress.run, progress.target)
+            and _ORDER[recorded.step] > _ORDER[progress.step]
+        ):
+            # A write whose answer was lost (a timeout after the server applied it) landed:
+            # go on from what it recorded rather than redo it (cordon, relabel, count).
+            return recorded
+        if progress.step is Step.CONFIGMAP:
+            return self._write_config(change, progress, target, node, config=config)
+        if progress.step is Step.DRAIN:
+            return self._drain(change, progress)
+        if progress.step is Step.WAIT:
+            return self._wait(change, progress, node)
+        if progress.step is Step.VERIFY:
+            return self._verify(change, progress, node)
+        if progress.step is Step.ROLLBACK:
+            return self._rollback(change, progress, progress.message)
+        raise AssertionError(progress.step)
+
+    def _write_config(
+        self,
+        change: NodeChange,
+        progress: NodeProgress,
+        target: ConfigTarget,
+        node: Obj,
+        *,
+        config: MigPartedConfig | None,
+    ) -> NodeProgress:
+        if config is not None:
+            try:
+                what = ensure_config(self.kube, target, config)
+            except ConfigMapError as exc:
+                raise _Abort(str(exc)) from exc
+            self.audit.log(
+                change.node,
+                "configmap",
+                after=change.config,
+                result=what,
+                why="MIG Manager resolves the label in this ConfigMap",
+            )
+        elif not config_present(self.kube, target, change.config):
+            raise _Abort(f"config {change.config} is not in configmap {target.name}")
+        cordon = not (node.get("spec") or {}).get("unschedulable")
+        nxt = progress.at(
+            Step.DRAIN,
+            "cordoned" if cordon else "already cordoned",
+            cordoned=progress.cordoned or cordon,
+        )
+        patch: Obj = {
+            "metadata": {
+                "annotations": {STATE_ANNOTATION: nxt.to_json()},
+                "resourceVersion": node["metadata"]["resourceVersion"],
+            }
+        }
+        if cordon:
+            patch["spec"] = {"unschedulable": True}
+        self._patch(change.node, patch)
+        if cordon:
+            self.audit.log(
+                change.node,
+                "cordon",
+                before=False,
+                after=True,
+                why="nothing new may land on devices about to vanish",
+            )
+        return nxt
+
+    def _drain(self, change: NodeChange, progress: NodeProgress) -> NodeProgress:
+        deadline = time.monotonic() + self.settings.drain_timeout_s
+        while True:
+            pods = self.kube.pods_on_node(change.node)
+            at_risk = pods_at_risk(change, pods)
+            if not at_risk:
+                break
+            if not self.settings.drain:
+                raise _Abort(f"pods hold devices the change destroys: {', '.join(at_risk)}")
+            for name in at_risk:
+                namespace, _, pod = name.partition("/")
+                try:
+                    self.kube.evict(namespace, pod)
+                    self.audit.log(
+                        change.node, "evict", pod=name, why="holds a device the change destroys"
+                    )
+                except NotFound:
+                    continue
+                except TooManyRequests as exc:
+                    self.audit.log(change.node, "evict-refused", pod=name, why=str(exc))
+            if time.monotonic() >= deadline:
+                raise _Abort(
+                    f"drain timed out after {self.settings.drain_timeout_s:g} s: "
+                    f"{', '.join(at_risk)} still there"
+                )
+            self.check_lease()
+            self.sleep(self.settings.poll_s)
+        node = self.kube.get_node(change.node)
+        nxt = progress.at(Step.WAIT, "label set, waiting for MIG Manager", labelled_at=self.clock())
+        self._patch(
+            change.node,
+            {
+                "metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"],
+                    "labels": {CONFIG_LABEL: change.config, STATE_LABEL: None},
+                    "annotations": {STATE_ANNOTATION: nxt.to_json()},
+                }
+            },
+        )
+        self.audit.log(
+            change.node,
+            "label",
+            before=progress.previous,
+            after=change.config,
+            why="MIG Manager applies the named config",
+        )
+        self.audit.event(
+            node,
+            "MigscopeRelabelled",
+            f"{CONFIG_LABEL}: {progress.previous or '(none)'} -> {change.config}",
+        )
+        return nxt
+
+    def _wait(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
+        started = progress.labelled_at if progress.labelled_at is not None else self.clock()
+        deadline = started + self.settings.node_timeout_s
+        seen: list[str] = []
+        while True:
+            state = ((node.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL)
+            if state and (not seen or seen[-1] != state):
+                seen.append(state)
+            if state == "success":
+                return progress.at(Step.VERIFY, "MIG Manager reported success")
+            if state == "failed":
+                raise _Abort(f"MIG Manager reported failed (states seen: {' -> '.join(seen)})")
+            left = deadline - self.clock()
+            if left <= 0:
+                stuck = (
+                    " (stuck pending: gpu-operator #2833, operands may stay paused)"
+                    if state == "pending"
+                    else ""
+                )
+                raise _Abort(
+                    f"timed out after {self.settings.node_timeout_s:g} s waiting for MIG "
+                    f"Manager, state {state or '(none)'}{stuck}"
+                )
+            self.check_lease()
+            window = min(left, 30.0)
+            began = time.monotonic()
+            answered = False
+            try:
+                for _kind, obj in self.kube.watch_node(
+                    change.node,
+                    resource_version=node["metadata"]["resourceVersion"],
+                    timeout_s=window,
+                ):
+                    node = obj
+                    new = ((obj.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL)
+                    if new and (not seen or seen[-1] != new):
+                        seen.append(new)
+                    if new in ("success", "failed"):
+                        answered = True
+                        break
+            except ApiError:
+                pass  # 410 or a dropped stream: read the node again and watch from there
+            if not answered and time.monotonic() - began < window:
+                self.sleep(self.settings.poll_s)  # the watch ended early: poll, never spin
+            node = self.kube.get_node(change.node)
+
+    def _verify(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
+        expected = change.expected_resources()
+        deadline = time.monotonic() + self.settings.verify_timeout_s
+        have = advertised(node)
+        while expected and have != expected and time.monotonic() < deadline:
+            self.sleep(self.settings.poll_s)
+            node = self.kube.get_node(change.node)
+            have = advertised(node)
+        mismatch = bool(expected) and have != expected
+        message = (
+            f"applied {change.config}"
+            if not mismatch
+            else f"applied {change.config}, but the node advertises {have} instead of {expected}"
+        )
+        done = progress.at(Step.DONE if not mismatch else Step.FAILED, message)
+        now = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
+        patch: Obj = {
+            "metadata": {
+                "resourceVersion": node["metadata"]["resourceVersion"],
+                "annotations": {
+                    STATE_ANNOTATION: done.to_json(),
+                    CHANGES_ANNOTATION: with_change(node, now),
+                },
+            }
+        }
+        if progress.cordoned:
+            patch["spec"] = {"unschedulable": False}
+        self._patch(change.node, patch)
+        self.audit.log(
+            change.node,
+            "applied" if not mismatch else "verify-failed",
+            after=change.config,
+            advertised=have,
+            expected=expected,
+            why=message,
+        )
+        self.audit.event(
+            node,
+            "MigscopeApplied" if not mismatch else "MigscopeVerifyFailed",
+            message,
+            warning=mismatch,
+        )
+        return done
+
+    def _rollback(self, change: NodeChange, progress: NodeProgress, reason: str) -> NodeProgress:
+        for _ in range(5):
+            node = self.kube.get_node(change.node)
+            labels = (node.get("metadata") or {}).get("labels") or {}
+            failed = progress.at(Step.FAILED, f"rolled back: {reason}")
+            patch: Obj = {
+                "metadata": {
+                    "resourceVersion": node["metadata"]["resourceVersion"],
+                    "annotations": {STATE_ANNOTATION: failed.to_json()},
+                }
+            }
+            if progress.labelled_at is not None and labels.get(CONFIG_LABEL) != progress.previous:
+                patch["metadata"]["labels"] = {CONFIG_LABEL: progress.previous}
+            if progress.cordoned:
+                patch["spec"] = {"unschedulable": False}
+            try:
+                self._patch(change.node, patch)
+            except Conflict:
+                continue
+            self.audit.log(
+                change.node,
+                "rollback",
+                before=labels.get(CONFIG_LABEL),
+                after=progress.previous,
+                why=reason,
+            )
+            self.audit.event(
+                node, "MigscopeRolledBack", f"{change.config} not applied: {reason}", warning=True
+            )
+            return failed
+        raise ApiError(f"node {change.node}: could not record the rollback (kept conflicting)")
+
+    def _patch(self, name: str, patch: Mapping[str, Any]) -> Obj:
+        return self.kube.patch_node(name, patch)

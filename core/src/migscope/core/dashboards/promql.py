@@ -1,0 +1,104 @@
+"""The PromQL the dashboards share: series names, matchers, and the one test of "idle".
+
+Every series name comes from the metric contract (:func:`migscope.core.metrics.metric`, which
+fails on a name the exporter does not publish), and the idle threshold from
+:mod:`migscope.core.thresholds`, so that a panel, an alert and a report agree on what idle is.
+"""
+
+from __future__ import annotations
+
+from migscope.core.metrics import metric
+from migscope.core.thresholds import IDLE_ACTIVITY_BELOW
+
+__all__ = [
+    "CLUSTER",
+    "COLLECTOR_SUCCESS",
+    "COMPUTE_SLICES",
+    "GPU_INFO",
+    "GPU_LAYOUT_INFO",
+    "GPU_POWER",
+    "GPU_SEL",
+    "GPU_SLICES_FREE",
+    "IDLE_ACTIVITY_BELOW",
+    "IDLE_PERCENT",
+    "KSM_NODE_LABELS",
+    "MIG_ACTIVITY",
+    "MIG_INFO",
+    "MIG_MEMORY_TOTAL",
+    "MIG_MEMORY_USED",
+    "MIG_POD_INFO",
+    "MIG_POWER_ESTIMATED",
+    "SEL",
+    "SLICE",
+    "gpu_share",
+    "held",
+    "idle",
+    "idle_held",
+    "memory_held",
+]
+
+GPU_INFO = metric("gpu_info").name
+GPU_POWER = metric("gpu_power_watts").name
+GPU_LAYOUT_INFO = metric("gpu_mig_layout_info").name
+GPU_SLICES_FREE = metric("gpu_compute_slices_free").name
+MIG_INFO = metric("mig_info").name
+MIG_POD_INFO = metric("mig_pod_info").name
+MIG_ACTIVITY = metric("mig_graphics_active_ratio").name
+MIG_MEMORY_USED = metric("mig_memory_used_bytes").name
+MIG_MEMORY_TOTAL = metric("mig_memory_total_bytes").name
+MIG_POWER_ESTIMATED = metric("mig_power_estimated_watts").name
+COLLECTOR_SUCCESS = metric("collector_success").name
+KSM_NODE_LABELS = "kube_node_labels"
+"""kube-state-metrics' series of node labels (MIG Manager's ``nvidia.com/mig.config*``)."""
+
+SLICE = "node, gpu, gpu_uuid, gpu_instance_id"
+"""The labels that identify a slice once scraped."""
+SEL = 'cluster=~"$cluster", node=~"$node"'
+CLUSTER = 'cluster=~"$cluster"'
+GPU_SEL = SEL + ', gpu=~"$gpu"'
+COMPUTE_SLICES = (1, 2, 3, 4, 7)
+"""Every GPU-instance size in compute slices (1g..7g)."""
+
+IDLE_PERCENT = f"{round(IDLE_ACTIVITY_BELOW * 100, 6):g} %"
+"""The idle threshold as the panels' descriptions write it ("5 %")."""
+
+
+def held(sel: str = SEL) -> str:
+    """Slices a pod holds, one series per slice."""
+    return f"max by ({SLICE}) ({MIG_POD_INFO}{{{sel}}})"
+
+
+def idle(sel: str = SEL) -> str:
+    """Slices whose last hour was idle: mean activity under 5 %, whatever memory they hold.
+
+    Idle is about compute: memory held is not use (a notebook that loaded a model and never
+    runs it is the canonical idle slice), so memory is no part of the test; the panels show
+    it next to the verdict as evidence (:func:`memory_held`). A slice without an activity
+    series is never idle here: unknown is not idle. The same definition as the
+    ``MigSliceIdle`` rule and the analyzer's default policy, so that a dashboard, an alert
+    and a report never disagree about what "idle" is.
+    """
+    return f"max by ({SLICE}) (avg_over_time({MIG_ACTIVITY}{{{sel}}}[1h])) < {IDLE_ACTIVITY_BELOW}"
+
+
+def memory_held(sel: str = SEL) -> str:
+    """Each slice's peak memory over the last hour, in bytes: the evidence shown with idle."""
+    return f"max by ({SLICE}) (max_over_time({MIG_MEMORY_USED}{{{sel}}}[1h]))"
+
+
+def idle_held(sel: str = SEL) -> str:
+    """Idle slices (see :func:`idle`) that a pod holds."""
+    return f"({idle(sel)}) and on ({SLICE}) {held(sel)}"
+
+
+def gpu_share(slices: str, sel: str = SEL) -> str:
+    """Whole GPUs' worth of ``slices`` (each weighted by its compute slices / 7).
+
+    PromQL cannot multiply by a label's value, so each size is counted on its own.
+    """
+    parts = [
+        f"{g} * count(({slices}) and on ({SLICE}) "
+        f'{MIG_INFO}{{{sel}, compute_slices="{g}"}} or vector(0))'
+        for g in COMPUTE_SLICES
+    ]
+    return "(" + " + ".join(parts) + ") / 7"

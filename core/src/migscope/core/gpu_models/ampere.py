@@ -1,0 +1,151 @@
+"""The catalogue's Ampere models: A100 40GB and 80GB, and the 4-slice A30."""
+
+from __future__ import annotations
+
+from migscope.core.catalogue import Evidence, GiProfile, GpuModel
+from migscope.core.gpu_models.shapes import (
+    AMPERE_ENGINES,
+    IDX_1,
+    IDX_1_ME,
+    IDX_2,
+    IDX_2_ME,
+    IDX_4,
+    MIB,
+    eight_slice,
+    gib,
+    hopper_names,
+)
+
+__all__ = ["A30", "A100_40GB", "A100_80GB"]
+
+A100_40GB = GpuModel(
+    key="A100-40GB",
+    names=(
+        "NVIDIA A100-SXM4-40GB",
+        "A100-SXM4-40GB",
+        "NVIDIA A100-PCIE-40GB",
+        "A100-PCIE-40GB",
+        "NVIDIA A800-SXM4-40GB",
+        "NVIDIA A800 40GB PCIe",
+    ),
+    pci_device_ids=(0x20B010DE, 0x20B110DE, 0x20F110DE, 0x20F610DE),
+    architecture="ampere",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=40536 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
+        mib={
+            "1g": gib(4.75),
+            "1g+me": gib(4.75),
+            "1g2": gib(9.75),
+            "2g": gib(9.75),
+            "3g": gib(19.62),
+            "4g": gib(19.62),
+            "7g": gib(39.50),
+        },
+        sms={"1g": 14, "1g+me": 14, "1g2": 14, "2g": 28, "3g": 42, "4g": 56, "7g": 98},
+        engines=AMPERE_ENGINES,
+        min_driver={"1g+me": "470", "1g2": "525"},
+    ),
+    evidence=Evidence.MEASURED,
+    source=(
+        "1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb: real `nvidia-smi mig -lgip` of an "
+        "A100-PCIE-40GB on driver 460.32.03 "
+        "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt); "
+        "placements: NVIDIA MIG user guide A100-40GB -lgipp; 1g.5gb+me (R470+) and 1g.10gb "
+        "(R525+): MIG user guide, engines inferred; PCI IDs: mig-parted all-balanced filters."
+    ),
+)
+
+A100_80GB = GpuModel(
+    key="A100-80GB",
+    names=(
+        "NVIDIA A100-SXM4-80GB",
+        "NVIDIA A100 80GB PCIe",
+        "NVIDIA A800-SXM4-80GB",
+        "NVIDIA A800 80GB PCIe",
+    ),
+    pci_device_ids=(0x20B210DE, 0x20B510DE, 0x20F310DE, 0x20F510DE),
+    architecture="ampere",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=81920 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+        mib={
+            "1g": gib(9.5),
+            "1g+me": gib(9.5),
+            "1g2": gib(19.5),
+            "2g": gib(19.5),
+            "3g": gib(39.25),
+            "4g": gib(39.25),
+            "7g": gib(79.0),
+        },
+        sms={"1g": 14, "1g+me": 14, "1g2": 14, "2g": 28, "3g": 42, "4g": 56, "7g": 98},
+        engines=AMPERE_ENGINES,
+        min_driver={"1g+me": "470", "1g2": "525"},
+        aliases={"3g": ("3g.39gb",), "4g": ("4g.39gb",)},
+    ),
+    evidence=Evidence.DOCUMENTED,
+    source=(
+        "NVIDIA MIG user guide A100-80GB profile table (reference/mig-manager.md §4); "
+        "3g.39gb alias: drivers 535/545 (mig-parted #31); PCI IDs: mig-parted all-balanced."
+    ),
+)
+
+A30 = GpuModel(
+    key="A30-24GB",
+    names=("NVIDIA A30",),
+    pci_device_ids=(0x20B710DE,),
+    architecture="ampere",
+    compute_slices=4,
+    memory_slices=4,
+    memory_total_bytes=24576 * MIB,
+    profiles=(
+        GiProfile("1g.6gb", 14, IDX_1, 1, 1, gib(5.81), 14, 4, (0, 1, 2, 3), 1, 1, 0, 0, 0),
+        GiProfile(
+            "1g.6gb+me",
+            21,
+            IDX_1_ME,
+            1,
+            1,
+            gib(5.81),
+            14,
+            1,
+            (0, 1, 2, 3),
+            1,
+            1,
+            0,
+            1,
+            1,
+            media_extensions=True,
+        ),
+        GiProfile("2g.12gb", 5, IDX_2, 2, 2, gib(11.69), 28, 2, (0, 2), 2, 2, 0, 0, 0),
+        GiProfile(
+            "2g.12gb+me",
+            6,
+            IDX_2_ME,
+            2,
+            2,
+            gib(11.69),
+            28,
+            1,
+            (0, 2),
+            2,
+            2,
+            0,
+            1,
+            1,
+            media_extensions=True,
+            min_driver="525",
+        ),
+        GiProfile("4g.24gb", 0, IDX_4, 4, 4, gib(23.50), 56, 1, (0,), 4, 4, 0, 1, 1),
+    ),
+    evidence=Evidence.MEASURED,
+    source=(
+        "1g.6gb, 1g.6gb+me, 2g.12gb, 4g.24gb with placements: real `-lgip`/`-lgipp` of an A30 "
+        "(reference/samples/nvidia-smi-a30-lgip.txt, -lgipp.txt); 2g.12gb+me: MIG user guide "
+        "and mig-parted's all-2g.12gb.me, its NVML id (6) inferred."
+    ),
+)

@@ -1,0 +1,46 @@
+"""mig-parted configs: read them strictly, write them back, and check them against the catalogue.
+
+MIG Manager applies whatever entry of its mig-parted config a node's ``nvidia.com/mig.config``
+label names, and it only finds out that an entry is wrong on the node, mid-change, with the
+operands already paused. So migscope reads configs more strictly than a YAML loader would:
+every schema problem (unknown key, ``devices: 7``, a missing ``mig-enabled``, a duplicate
+key that YAML silently drops) is reported with its line number, and every ``mig-devices``
+layout is checked for placement validity on each catalogued GPU model it can reach.
+
+The schema follows mig-parted's ``api/spec/v1`` (see ``reference/mig-manager.md`` §1).
+
+One module per job: :mod:`.model` (the schema), :mod:`.parse` (text to a validated config,
+with the line of every problem), :mod:`.emit` (a config back to text), :mod:`.build`
+(entries from layouts, merging configs) and :mod:`.check` (layouts against the catalogue).
+This package is pure: it takes and returns text and data, never files.
+"""
+
+from __future__ import annotations
+
+from migscope.core.migparted.build import entry_for_layout, merge_configs
+from migscope.core.migparted.check import (
+    ConfigCheck,
+    ConfigReport,
+    check_config,
+    entry_applies_to,
+)
+from migscope.core.migparted.emit import emit_config
+from migscope.core.migparted.errors import ConfigConflictError, ConfigError
+from migscope.core.migparted.model import Devices, MigConfigEntry, MigPartedConfig
+from migscope.core.migparted.parse import parse_config
+
+__all__ = [
+    "ConfigCheck",
+    "ConfigConflictError",
+    "ConfigError",
+    "ConfigReport",
+    "Devices",
+    "MigConfigEntry",
+    "MigPartedConfig",
+    "check_config",
+    "emit_config",
+    "entry_applies_to",
+    "entry_for_layout",
+    "merge_configs",
+    "parse_config",
+]

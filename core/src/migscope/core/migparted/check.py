@@ -1,0 +1,251 @@
+"""Checking a mig-parted config's layouts against the MIG catalogue, before MIG Manager does.
+
+MIG Manager finds out that a layout cannot be built only on the node, mid-change, with the
+operands already paused. Here every ``mig-devices`` layout is checked for placement validity
+on each catalogued GPU model it can reach (or on the one model asked for), and the verdict
+is a report per named config that ``migscope validate-config`` prints as text or JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from migscope.core.catalogue import CatalogueError, GpuModel, all_models, parse_pci_device_id
+from migscope.core.layout import is_valid
+from migscope.core.migparted.model import MigConfigEntry, MigPartedConfig
+
+__all__ = ["ConfigCheck", "ConfigReport", "check_config", "entry_applies_to"]
+
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+@dataclass(frozen=True)
+class ConfigReport:
+    """The verdict on one named config.
+
+    Attributes:
+        name: The config name (the value of ``nvidia.com/mig.config``).
+        errors: One line each: config, entry index, model and why.
+        warnings: Things that did not make the config invalid but were not checked or
+            look wrong (an uncatalogued PCI ID, a name no label can select).
+        models: Keys of the catalogued models the config applies to and was found valid on.
+        applies: False when checking for one GPU model (``gpu=``) and the config is meant
+            for other models only: its entries' filters name other GPUs, or its profiles
+            are other models' names (``all-1g.5gb`` on an H200). Such a config is skipped,
+            not an error: mig-parted's own default file holds configs for every GPU.
+    """
+
+    name: str
+    errors: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    applies: bool = True
+
+    @property
+    def ok(self) -> bool:
+        """True when no error was found."""
+        return not self.errors
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON shape ``validate-config --output json`` prints per config."""
+        return {
+            "name": self.name,
+            "valid": self.ok,
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+            "models": list(self.models),
+            "applies": self.applies,
+        }
+
+
+@dataclass(frozen=True)
+class ConfigCheck:
+    """The verdict on a whole config file, one :class:`ConfigReport` per name, in file order."""
+
+    configs: tuple[ConfigReport, ...]
+    gpu: str | None = None
+    models_checked: tuple[str, ...] = field(default=())
+    errors: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when every named config is valid and the file as a whole is sound."""
+        return not self.errors and all(report.ok for report in self.configs)
+
+    @property
+    def not_applicable(self) -> tuple[ConfigReport, ...]:
+        """With ``gpu``: the configs meant for other GPU models only."""
+        return tuple(report for report in self.configs if not report.applies)
+
+    @property
+    def invalid(self) -> tuple[ConfigReport, ...]:
+        """The configs with errors."""
+        return tuple(report for report in self.configs if not report.ok)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every warning of every config."""
+        return tuple(w for report in self.configs for w in report.warnings)
+
+    def __getitem__(self, name: str) -> ConfigReport:
+        """The report of the config called ``name``."""
+        for report in self.configs:
+            if report.name == name:
+                return report
+        raise KeyError(name)
+
+
+def entry_applies_to(entry: MigConfigEntry, model: GpuModel) -> bool:
+    """Whether ``entry``'s device-filter selects ``model`` (no filter selects every GPU).
+
+    Only the device+vendor part counts: the subsystem suffix and the case are ignored,
+    because the catalogue knows models by device ID.
+    """
+    if entry.device_filter is None:
+        return True
+    return any(_filter_id(f) in model.pci_device_ids for f in entry.device_filter)
+
+
+def check_config(config: MigPartedConfig, *, gpu: GpuModel | None = None) -> ConfigCheck:
+    """Check every named config's layouts against the MIG catalogue.
+
+    Without ``gpu``, an entry is checked on each catalogued model it can reach: the models
+    its device-filter names, or, without a filter, every model that offers all its profile
+    names (it would fail on such a node if the layout does not fit). With ``gpu``, every
+    config meant for that model must fit it; configs meant for other models only (their
+    filters name other GPUs, or their profiles are other models' names) are reported as
+    not applicable, and it is an error if no config applies at all.
+
+    Args:
+        config: A parsed config.
+        gpu: Check for this one model only.
+
+    Returns:
+        A :class:`ConfigCheck` with a report per config name.
+    """
+    reports = tuple(
+        _check_named(name, entries, gpu) for name, entries in config.mig_configs.items()
+    )
+    if gpu is None:
+        return ConfigCheck(reports, None, tuple(m.key for m in all_models()))
+    errors: tuple[str, ...] = ()
+    if not any(report.applies for report in reports):
+        errors = (f"no config in the file applies to {gpu.key}",)
+    return ConfigCheck(reports, gpu.key, (gpu.key,), errors)
+
+
+@dataclass
+class _Findings:
+    """What checking one named config found so far."""
+
+    name: str
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    models: set[str] = field(default_factory=set)
+
+    def report(self) -> ConfigReport:
+        order = [m.key for m in all_models()]
+        models = sorted(self.models, key=lambda k: order.index(k) if k in order else len(order))
+        return ConfigReport(self.name, tuple(self.errors), tuple(self.warnings), tuple(models))
+
+
+def _check_named(
+    name: str, entries: Sequence[MigConfigEntry], gpu: GpuModel | None
+) -> ConfigReport:
+    found = _Findings(name)
+    if not _LABEL_VALUE.match(name):
+        found.warnings.append(
+            f"{name}: not a valid Kubernetes label value, so nvidia.com/mig.config cannot select it"
+        )
+    if gpu is None:
+        for index, entry in enumerate(entries):
+            _check_entry_on_catalogue(found, index, entry)
+        return found.report()
+    meant = [
+        (i, e)
+        for i, e in enumerate(entries)
+        if entry_applies_to(e, gpu) and not _meant_for_other_models(e, gpu)
+    ]
+    if not meant:
+        return ConfigReport(name, warnings=tuple(found.warnings), applies=False)
+    for index, entry in meant:
+        _check_entry_on(found, index, entry, gpu)
+    return found.report()
+
+
+def _meant_for_other_models(entry: MigConfigEntry, gpu: GpuModel) -> bool:
+    """An unfiltered entry whose profiles are all other models' names, not typos.
+
+    mig-parted's files name profiles per model (``all-1g.5gb`` is for A100-40GB), so such
+    an entry is not meant for ``gpu``. A name no catalogued model offers stays an error.
+    """
+    if entry.device_filter is not None or not entry.mig_enabled or not entry.mig_devices:
+        return False
+    names = list(entry.mig_devices)
+    if any(gpu.has_profile(n) for n in names):
+        return False
+    return any(all(m.has_profile(n) for n in names) for m in all_models())
+
+
+def _check_entry_on_catalogue(found: _Findings, index: int, entry: MigConfigEntry) -> None:
+    """Check one entry on every catalogued model it can reach (no ``--gpu``)."""
+    if entry.device_filter is not None:
+        targets: list[GpuModel] = []
+        for text in entry.device_filter:
+            model = _model_for_filter(text)
+            if model is None:
+                found.warnings.append(
+                    f"{found.name}: entry {index}: {text} is not in the catalogue; not checked"
+                )
+            elif model not in targets:
+                targets.append(model)
+    elif not entry.mig_enabled or not entry.mig_devices:
+        targets = list(all_models())
+    else:
+        targets = [m for m in all_models() if all(m.has_profile(p) for p in entry.mig_devices)]
+        if not targets:
+            found.errors.append(
+                f"{found.name}: entry {index}: {_missing_profiles(list(entry.mig_devices))}"
+            )
+    for model in targets:
+        _check_entry_on(found, index, entry, model)
+
+
+def _check_entry_on(found: _Findings, index: int, entry: MigConfigEntry, model: GpuModel) -> None:
+    """Check one entry's layout on one model, recording an error or the model."""
+    reason = _layout_problem(entry, model)
+    if reason is None:
+        found.models.add(model.key)
+    else:
+        found.errors.append(f"{found.name}: entry {index} on {model.key}: {reason}")
+
+
+def _layout_problem(entry: MigConfigEntry, model: GpuModel) -> str | None:
+    """Why the entry's layout cannot be built on ``model``, or None if it can."""
+    if not entry.mig_enabled or not entry.mig_devices:
+        return None
+    return is_valid(model, entry.mig_devices).reason
+
+
+def _missing_profiles(names: Sequence[str]) -> str:
+    """Why no model offers all of ``names``: the unknown ones, or that they never meet."""
+    unknown = [n for n in names if not any(m.has_profile(n) for m in all_models())]
+    if unknown:
+        return f"no catalogued GPU offers {', '.join(unknown)}"
+    return f"no catalogued GPU offers {' and '.join(names)} together"
+
+
+def _filter_id(text: str) -> int:
+    """The packed device+vendor ID of a device-filter string (validated already)."""
+    try:
+        return parse_pci_device_id(text)
+    except CatalogueError:  # pragma: no cover - the schema admits only well-formed IDs
+        return -1
+
+
+def _model_for_filter(text: str) -> GpuModel | None:
+    wanted = _filter_id(text)
+    return next((m for m in all_models() if wanted in m.pci_device_ids), None)

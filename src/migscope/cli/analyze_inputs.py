@@ -1,0 +1,216 @@
+"""What ``analyze`` and ``demo`` read besides their flags: the source, the policy, pending pods.
+
+Each function turns one group of flags into the analyzer's terms (a
+:class:`~migscope.analyzer.sources.base.Source`, a policy, pending demand) and says what is
+wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them together.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Literal
+
+import click
+
+from migscope.analyzer.policy import Policy, load_policy
+from migscope.analyzer.sources.base import Source
+from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
+from migscope.analyzer.sources.file import FileSource
+from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
+from migscope.analyzer.sources.prometheus import PrometheusClient
+from migscope.analyzer.sources.prometheus_source import PrometheusSource
+from migscope.analyzer.sources.simulation import SimulationSource
+from migscope.cli.errors import InvalidInput
+from migscope.cli.params import parse_duration_flag
+from migscope.core.migparted import MigPartedConfig, parse_config
+from migscope.kube import Kube, KubeError, api_client
+
+__all__ = [
+    "PendingMode",
+    "choose_source",
+    "load_what_if_config",
+    "parse_end",
+    "parse_what_if",
+    "parse_window",
+    "pending_mode",
+    "progress_reporter",
+    "read_pending",
+    "read_policy",
+]
+
+PendingMode = Literal["auto", "on", "off"]
+"""``auto``: read pending pods if cluster credentials are at hand; ``on``: must; ``off``."""
+
+
+def parse_window(text: str) -> float:
+    """``--window``: a duration like ``7d``, ``36h``, ``1d12h`` or ``90m``, in seconds.
+
+    Raises:
+        InvalidInput: not a duration, or zero.
+    """
+    return parse_duration_flag("--window", text, unit_required=True)
+
+
+def progress_reporter(enabled: bool) -> Callable[[str], None] | None:
+    """A stage printer for stderr with elapsed seconds, or None when progress is off.
+
+    Only on a terminal: in a pipe or a CI log the lines would be noise around the report.
+    """
+    if not enabled:
+        return None
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        click.echo(f"[{time.monotonic() - started:5.1f}s] {message}", err=True)
+
+    return say
+
+
+def choose_source(
+    *,
+    source: str | None,
+    simulate: str | None,
+    prometheus: str | None,
+    embedded: bool,
+    bearer_token_file: str | None,
+    timeout_s: float,
+    progress: Callable[[str], None] | None,
+) -> Source:
+    """The one source the flags name.
+
+    Raises:
+        InvalidInput: none or several named, or ``--prometheus-embedded`` with a server.
+    """
+    chosen = [x for x in (source, simulate, prometheus) if x is not None]
+    if len(chosen) != 1:
+        raise InvalidInput(
+            "give exactly one of --source FILE, --simulate SCENARIO, --prometheus URL"
+        )
+    if embedded and prometheus is not None:
+        raise InvalidInput(
+            "--prometheus-embedded goes with --simulate or --source, not --prometheus"
+        )
+    if prometheus is not None:
+        try:
+            client = PrometheusClient(
+                prometheus, bearer_token_file=bearer_token_file, timeout=timeout_s
+            )
+        except ValueError as exc:  # a URL that is not http(s)://host[:port][/prefix]
+            raise InvalidInput(str(exc)) from exc
+        return PrometheusSource(client)
+    inner: Source = (
+        FileSource(source)
+        if source is not None
+        else SimulationSource((simulate or "").split(","), progress=progress)
+    )
+    if embedded:
+        return EmbeddedPrometheusSource(inner, timeout_s=timeout_s, progress=progress)
+    return inner
+
+
+def read_policy(path: str | None) -> Policy:
+    """``--policy FILE`` (the packaged default without one).
+
+    Raises:
+        InvalidInput: unreadable (the policy's own errors are UserErrors already).
+    """
+    try:
+        return load_policy(path)
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from exc
+
+
+def parse_end(text: str | None) -> float | None:
+    """``--end``: ISO 8601 (``2026-11-30``, ``2026-11-30T06:00:00Z``) or Unix seconds.
+
+    A time without a zone is UTC, so the same command gives the same window anywhere.
+
+    Raises:
+        InvalidInput: anything else.
+    """
+    if text is None:
+        return None
+    value = text.strip()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"bad --end {text!r}: expected an ISO 8601 time (2026-11-30T06:00:00Z) or Unix seconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def read_pending(
+    mode: PendingMode, kubeconfig: str | None, timeout_s: float
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """Pending pods' MIG requests and the report notes about them.
+
+    ``on`` (or a ``kubeconfig`` given) turns every failure into an InvalidInput; ``auto``
+    turns it into a note, because a report without pending pods is still worth having.
+    """
+    if mode == "off":
+        return [], []
+    try:
+        api = api_client(kubeconfig)
+        with api:
+            found = pending_demand(list_pending_pods(Kube(api, timeout_s=timeout_s)))
+    except KubeError as exc:
+        if mode == "on" or kubeconfig is not None:
+            raise InvalidInput(f"pending pods: {exc}") from exc
+        return [], [f"pending pods not read: {exc}"]
+    return found.as_pending(), found.notes()
+
+
+def pending_mode(chosen: str | None, kubeconfig: str | None, *, live: bool) -> PendingMode:
+    """The default: ``auto`` against a live Prometheus or with a kubeconfig, else ``off``."""
+    if chosen == "on":
+        return "on"
+    if chosen == "off":
+        return "off"
+    return "auto" if (live or kubeconfig is not None or chosen == "auto") else "off"
+
+
+def parse_what_if(values: Sequence[str]) -> dict[str, str]:
+    """``--what-if`` values (``CONFIG`` for every node, ``NODE=CONFIG`` for one) as a map.
+
+    Raises:
+        InvalidInput: an empty name, or a node given twice.
+    """
+    out: dict[str, str] = {}
+    for value in values:
+        node, sep, config = value.rpartition("=")
+        node = node.strip() if sep else "*"
+        config = config.strip()
+        if not config or (sep and not node):
+            raise InvalidInput(f"bad --what-if {value!r}: expected CONFIG or NODE=CONFIG")
+        if node in out:
+            raise InvalidInput(f"--what-if names {node!r} twice")
+        out[node] = config
+    return out
+
+
+def load_what_if_config(path: str | None) -> MigPartedConfig | None:
+    """The mig-parted file ``--what-if`` names come from (None: MIG Manager's generated ones).
+
+    Raises:
+        InvalidInput: unreadable (a bad config is a ConfigError, a UserError, naming the file).
+    """
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        return parse_config(text)
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: {exc}") from exc

@@ -1,0 +1,47 @@
+"""The lines `analyze --out` and `demo` print after a run: what was found, what a plan frees."""
+
+from __future__ import annotations
+
+from migscope.analyzer.result import AnalysisResult
+
+__all__ = ["summary_lines"]
+
+
+def summary_lines(result: AnalysisResult) -> list[str]:
+    """What was found, what it wasted, and what the plan frees (or why there is none)."""
+    s = result.savings
+    lines = [
+        f"{len([x for x in result.slices if x.current])} slices on "
+        f"{s['gpus_planned']} MIG GPUs over {result.window_hours:g} h: "
+        f"{s['idle_slices']} idle, {s['unallocated_slices']} unallocated, "
+        f"{s['oversized_slices']} oversized",
+        f"wasted: {s['wasted_gpu_hours']:.1f} GPU-hours "
+        f"(idle {s['idle_gpu_hours']:.1f}, unallocated {s['unallocated_gpu_hours']:.1f}, "
+        f"oversized {s['oversized_gpu_hours']:.1f})",
+        _plan_line(result),
+    ]
+    if s.get("price_per_gpu_hour") is not None:
+        lines.append(
+            f"cost: {s['wasted_cost']:,.2f} wasted, {s['freed_cost']:,.2f} freed per window"
+        )
+    what_if = result.what_if_summary()
+    if what_if is not None:
+        configs = ",".join(f"{k}={v}" for k, v in what_if["configs"].items())
+        lines.append(
+            f"what-if {configs}: serves {what_if['served_share']:.1%} of the window's demand, "
+            f"{what_if['unmet_instance_hours']:g} instance-hours unmet (proposed plan: "
+            f"{what_if['proposed']['served_share']:.1%})"
+        )
+    return lines
+
+
+def _plan_line(result: AnalysisResult) -> str:
+    """What the plan frees, or why there is no plan (too little history)."""
+    if result.history is not None and not result.history.enough:
+        return f"plan: {result.history.sentence()}"
+    s = result.savings
+    return (
+        f"plan: {s['gpus_freed']} GPU(s) freeable ({s['gpu_hours_freed']:.1f} GPU-hours per "
+        f"window), {s['gpus_changed']} GPU(s) changed on {s['nodes_changed']} node(s), "
+        f"unmet demand {s['unmet_demand']}"
+    )
