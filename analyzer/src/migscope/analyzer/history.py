@@ -33,16 +33,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from migscope.analyzer.dialect import (
-    GPU_INFO,
     MIB,
-    MIG_ACTIVITY,
-    MIG_ENERGY,
-    MIG_INFO,
-    MIG_MEMORY_TOTAL,
-    MIG_MEMORY_USED,
-    MIG_POD_INFO,
     Dialect,
 )
+from migscope.analyzer.dialect import names as metric
 from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.core.catalogue import find_model
 
@@ -133,27 +127,27 @@ def _migscope_series(series: SliceSeries) -> Iterator[_Series]:
     seen = _times(series)
     placement = "" if info.placement_start is None else str(info.placement_start)
     yield _Series(
-        MIG_INFO,
+        metric.MIG_INFO,
         {**base, "profile": info.profile, "placement_start": placement},
         seen,
         _ones(seen),
     )
     if series.activity is not None:
         ts = series.activity
-        yield _Series(MIG_ACTIVITY, base, ts.timestamps_ms, ts.values)
+        yield _Series(metric.MIG_ACTIVITY, base, ts.timestamps_ms, ts.values)
     if series.memory_used is not None:
         ts = series.memory_used
-        yield _Series(MIG_MEMORY_USED, base, ts.timestamps_ms, ts.values)
+        yield _Series(metric.MIG_MEMORY_USED, base, ts.timestamps_ms, ts.values)
     if series.memory_total_bytes is not None:
         total = np.full(seen.size, float(series.memory_total_bytes))
-        yield _Series(MIG_MEMORY_TOTAL, base, seen, total)
+        yield _Series(metric.MIG_MEMORY_TOTAL, base, seen, total)
     resource = f"nvidia.com/mig-{info.profile}"
     for (namespace, pod), held in sorted(series.holders.items()):
         labels = {**base, "namespace": namespace, "pod": pod, "resource": resource}
-        yield _Series(MIG_POD_INFO, labels, held, _ones(held))
+        yield _Series(metric.MIG_POD_INFO, labels, held, _ones(held))
     for counter in series.energy:
         yield _Series(
-            MIG_ENERGY,
+            metric.MIG_ENERGY,
             base,
             counter.timestamps_ms,
             counter.values,
@@ -225,7 +219,7 @@ def iter_history(
             gpus[gpu] = (series.info.model, np.union1d(before, _times(series)))
     for (node, index, uuid), (model, stamps) in sorted(gpus.items()):
         labels = {"node": node, "gpu": str(index), "uuid": uuid, "model": model}
-        yield GPU_INFO, labels, stamps, _ones(stamps)
+        yield metric.GPU_INFO, labels, stamps, _ones(stamps)
 
 
 def write_openmetrics(

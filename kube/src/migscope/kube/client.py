@@ -247,44 +247,41 @@ class Kube:
 
     def get_configmap(self, namespace: str, name: str) -> Obj | None:
         """The ConfigMap, or None when it does not exist."""
+        return self._read("configmap", self.core.read_namespaced_config_map, namespace, name)
+
+    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Create (409 :class:`Conflict` when someone else just did)."""
+        return self._create("configmap", self.core.create_namespaced_config_map, namespace, body)
+
+    def replace_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
+        """Replace; ``metadata.resourceVersion`` in ``body`` makes it conditional (409)."""
+        return self._replace("configmap", self.core.replace_namespaced_config_map, namespace, body)
+
+    # -- namespaced objects, read and written whole -------------------------------------------
+
+    def _read(self, kind: str, read: Callable[..., Any], namespace: str, name: str) -> Obj | None:
+        """``read`` the object ``namespace/name``, or None when it does not exist."""
         try:
             return _json(
-                _call(
-                    f"reading configmap {namespace}/{name}",
-                    self.core.read_namespaced_config_map,
-                    name,
-                    namespace,
-                    **self._opts(),
-                )
+                _call(f"reading {kind} {namespace}/{name}", read, name, namespace, **self._opts())
             )
         except NotFound:
             return None
 
-    def create_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
-        """Create (409 :class:`Conflict` when someone else just did)."""
-        return _json(
-            _call(
-                f"creating configmap {namespace}/{body['metadata']['name']}",
-                self.core.create_namespaced_config_map,
-                namespace,
-                dict(body),
-                **self._opts(),
-            )
-        )
+    def _create(
+        self, kind: str, create: Callable[..., Any], namespace: str, body: Mapping[str, Any]
+    ) -> Obj:
+        """``create`` ``body`` in ``namespace`` (409 :class:`Conflict` when it exists)."""
+        what = f"creating {kind} {namespace}/{body['metadata']['name']}"
+        return _json(_call(what, create, namespace, dict(body), **self._opts()))
 
-    def replace_configmap(self, namespace: str, body: Mapping[str, Any]) -> Obj:
-        """Replace; ``metadata.resourceVersion`` in ``body`` makes it conditional (409)."""
+    def _replace(
+        self, kind: str, replace: Callable[..., Any], namespace: str, body: Mapping[str, Any]
+    ) -> Obj:
+        """``replace`` the object with ``body`` (conditional on its ``resourceVersion``)."""
         name = body["metadata"]["name"]
-        return _json(
-            _call(
-                f"writing configmap {namespace}/{name}",
-                self.core.replace_namespaced_config_map,
-                name,
-                namespace,
-                dict(body),
-                **self._opts(),
-            )
-        )
+        what = f"writing {kind} {namespace}/{name}"
+        return _json(_call(what, replace, name, namespace, dict(body), **self._opts()))
 
     # -- GPU Operator ------------------------------------------------------------------------
 
@@ -319,44 +316,15 @@ class Kube:
 
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         """The Lease, or None."""
-        try:
-            return _json(
-                _call(
-                    f"reading lease {namespace}/{name}",
-                    self.coordination.read_namespaced_lease,
-                    name,
-                    namespace,
-                    **self._opts(),
-                )
-            )
-        except NotFound:
-            return None
+        return self._read("lease", self.coordination.read_namespaced_lease, namespace, name)
 
     def create_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
         """Create (409 when another instance just did)."""
-        return _json(
-            _call(
-                f"creating lease {namespace}/{body['metadata']['name']}",
-                self.coordination.create_namespaced_lease,
-                namespace,
-                dict(body),
-                **self._opts(),
-            )
-        )
+        return self._create("lease", self.coordination.create_namespaced_lease, namespace, body)
 
     def replace_lease(self, namespace: str, body: Mapping[str, Any]) -> Obj:
         """Replace, conditional on ``metadata.resourceVersion`` (409 when it moved)."""
-        name = body["metadata"]["name"]
-        return _json(
-            _call(
-                f"writing lease {namespace}/{name}",
-                self.coordination.replace_namespaced_lease,
-                name,
-                namespace,
-                dict(body),
-                **self._opts(),
-            )
-        )
+        return self._replace("lease", self.coordination.replace_namespaced_lease, namespace, body)
 
 
 class ReadOnlyKube(Kube):
