@@ -381,29 +381,11 @@ class ReadOnlyKube(Kube):
         """See :meth:`Kube.get_lease`."""
         return self.inner.get_lease(namespace, name)
 
-    # -- writes: refused ---------------------------------------------------------------------
-
     def list_pods(self, *, field_selector: str, page_size: int = 500) -> Iterator[Obj]:
-        """Every pod matching ``field_selector`` in all namespaces, a page at a time.
+        """See :meth:`Kube.list_pods`."""
+        return self.inner.list_pods(field_selector=field_selector, page_size=page_size)
 
-        Paginated (``limit``/``continue``) so that a large cluster is read in bounded pieces.
-        """
-        token: str | None = None
-        while True:
-            body = _json(
-                _call(
-                    "listing pods",
-                    self.core.list_pod_for_all_namespaces,
-                    field_selector=field_selector,
-                    limit=page_size,
-                    _continue=token,
-                    **self._opts(),
-                )
-            )
-            yield from body.get("items") or []
-            token = (body.get("metadata") or {}).get("continue") or None
-            if not token:
-                return
+    # -- writes: refused ---------------------------------------------------------------------
 
     def patch_node(self, name: str, patch: Mapping[str, Any]) -> Obj:
         """Refused."""
