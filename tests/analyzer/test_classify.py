@@ -474,3 +474,10 @@ def test_documented_migscope_example() -> None:
     assert saturated.status is Status.SATURATED
     assert right == "2g.35gb"
     assert got[(1, 9)][0].status is Status.HEALTHY
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_statistic_never_reaches_the_evidence(bad: float) -> None:
+    """One NaN in the evidence makes report.json unwritable (json.dumps allow_nan=False)."""
+    verdict = classify(make(act=bad, mem=bad), model=H200)
+    json.dumps(dict(verdict.evidence), allow_nan=False)

@@ -4,6 +4,11 @@ Two H200 nodes with two MIG GPUs each (``all-balanced``: 1g.18gb×2, 2g.35gb, 3g
 labelled as the GPU Operator leaves them, the operator's ClusterPolicy pointing MIG Manager
 at migscope's ConfigMap (which already holds configs someone else wrote), and a plan that
 turns GPU 1 of a node into ``3g.71gb×2``.
+
+:class:`SimClock` and :class:`SimTimeKube` run the applier in simulated time, for tests whose
+outcome turns on a timeout: time passes only while the applier waits, and only once the
+simulated cluster has finished reacting, so a timeout fires when simulated time passes it
+and never because a loaded machine ran MIG Manager's simulation slowly.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from support.kubeapi.mig_manager import USER_AGENT as MIG_MANAGER_AGENT
 
 from migscope.applier.applier import Applier
 from migscope.applier.audit import Audit
+from migscope.applier.clock import Clock
 from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange, Provenance
 from migscope.applier.settings import ApplySettings
 from migscope.core.migparted import parse_config
@@ -128,7 +134,7 @@ class Cluster:
         self,
         *,
         sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
+        clock: Clock | Callable[[], float] | None = None,
         **overrides: Any,
     ) -> Applier:
         """An applier with fast timeouts; ``sleep``/``clock`` replace the real ones."""
@@ -166,6 +172,88 @@ class Cluster:
     def configmap(self) -> dict[str, Any]:
         text = self.api.get("v1", "ConfigMap", CONFIGMAP, NAMESPACE)["data"]["config.yaml"]
         return dict(yaml.safe_load(text)["mig-configs"])
+
+
+class SimClock:
+    """Simulated time for the applier (a :class:`~migscope.applier.clock.Clock`; test fake).
+
+    Time moves only when the applier waits: :meth:`sleep` first lets the simulated cluster
+    finish reacting (``settle``, in real time, however long a loaded machine takes), then
+    adds the seconds asked for; :class:`SimTimeKube` adds a watch's timeout when nothing is
+    left to deliver. Nothing else moves it, so a deadline passes exactly when the simulated
+    waits add up to it. The wall clock starts at the real time (plans, Leases and change
+    records are compared with it) and runs ahead of it by the simulated waits. Only the
+    applier's own thread uses it (the Lease's renewal thread keeps real time).
+
+    Args:
+        settle: ``settle(node)`` returns once the simulated cluster has reacted to every
+            write so far to ``node`` (None: to every node).
+
+    Attributes:
+        elapsed: Simulated seconds so far.
+        sleeps: Every :meth:`sleep` asked for, in order.
+    """
+
+    def __init__(self, settle: Callable[[str | None], None]) -> None:
+        self.settle = settle
+        self.start = time.time()
+        self.elapsed = 0.0
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.start + self.elapsed
+
+    def monotonic(self) -> float:
+        return self.elapsed
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.settle(None)
+        self.advance(seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass."""
+        self.elapsed += max(0.0, seconds)
+
+
+class SimTimeKube(Kube):
+    """A :class:`Kube` whose node watches are held in simulated time (test fake).
+
+    A real watch is held by the server until its timeout, in real time. Here a watch first
+    lets the cluster settle on the node (:attr:`SimClock.settle`), then delivers, through
+    the real watch from the version asked for, everything written to the node up to now,
+    and then, as nothing more will happen until the applier acts, ends as at its timeout:
+    the :class:`SimClock` advances by ``timeout_s``. A watch the applier leaves on an
+    answer takes no simulated time; one the server ends early (a fault) takes none either.
+    Every other call is the real one.
+
+    Args:
+        api: The API test server (the node's current version is read from its store).
+        clock: The applier's clock.
+        timeout_s: The client's per-request timeout (real seconds).
+    """
+
+    def __init__(self, api: KubeApiServer, clock: SimClock, *, timeout_s: float = 5.0) -> None:
+        super().__init__(api.client(retries=False), timeout_s=timeout_s)
+        self.server = api
+        self.clock = clock
+
+    def watch_node(
+        self, name: str, *, resource_version: str, timeout_s: float
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        self.clock.settle(name)
+        latest = int(self.server.get("v1", "Node", name)["metadata"]["resourceVersion"])
+        caught_up = latest <= int(resource_version)
+        if not caught_up:
+            for kind, obj in super().watch_node(
+                name, resource_version=resource_version, timeout_s=timeout_s
+            ):
+                yield kind, obj
+                if int((obj.get("metadata") or {}).get("resourceVersion") or 0) >= latest:
+                    caught_up = True
+                    break
+        if caught_up:  # held until its timeout with nothing more to deliver
+            self.clock.advance(timeout_s)
 
 
 class _Sink:

@@ -25,10 +25,18 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.kubeapi import Delay, Drop, EndWatch, ExpireWatch, Respond, pod
-from support.kubeapi.mig_manager import CONFIG_LABEL, GPU_ANNOTATION, STATE_LABEL
+from support.kubeapi import Delay, Drop, EndWatch, ExpireWatch, Respond, pdb, pod
+from support.kubeapi.mig_manager import CONFIG_LABEL, GPU_ANNOTATION, STATE_LABEL, Knobs
 
-from applier.cluster import NAMESPACE, TARGET, Cluster, plan, running_cluster
+from applier.cluster import (
+    NAMESPACE,
+    TARGET,
+    Cluster,
+    SimClock,
+    SimTimeKube,
+    plan,
+    running_cluster,
+)
 from applier.test_resume import (
     READS,
     WRITES,
@@ -39,7 +47,7 @@ from applier.test_resume import (
     settle,
 )
 from migscope.applier.applier import LeaseLost, RunReport
-from migscope.applier.lease import LeaseHeld
+from migscope.applier.lease import Lease, LeaseHeld
 from migscope.applier.steps import read_progress
 from migscope.kube import ApiError, Kube
 
@@ -303,17 +311,23 @@ def test_a_late_write_after_a_client_timeout_lands_once() -> None:
     ids=["ends-at-once", "410-at-once", "dropped", "500", "hangs"],
 )
 def test_a_watch_that_keeps_failing_falls_back_to_reading_the_node(action: Any) -> None:
-    """Every watch of the node fails: the applier polls at ``poll_s``, it does not spin."""
+    """Every watch of the node fails: the applier polls at ``poll_s``, it does not spin.
+
+    The applier's time is simulated (:class:`SimClock`): its 2 s timeout counts its polls,
+    each after MIG Manager has reacted, not the real seconds a loaded machine takes to run
+    MIG Manager's simulation (or the hanging watches, which fail in real time).
+    """
     with running_cluster() as c:
         base = _baseline(c)
         c.mig.knobs("gpu-a").delay_s = 0.3  # MIG Manager takes ~0.6 s to answer
         # Only watches opened from now on: MIG Manager's own watch is already open.
         rule = c.api.faults.add(action, path=NODES_PATH, watch=True)
         kube = FlakyKube(c.api.client(retries=False), timeout_s=0.5)
+        clock = SimClock(lambda _node: settle(c))
         started = time.monotonic()
         # node_timeout_s=2: a watch is held 2 s at most, and given up 0.5 s after that, so
         # the 3 s Delay is a watch the client times out on.
-        applier = make_applier(c, kube, "watcher", poll_s=0.05, node_timeout_s=2.0)
+        applier = make_applier(c, kube, "watcher", poll_s=0.05, node_timeout_s=2.0, clock=clock)
         (out,) = applier.run(plan()).outcomes
         took = time.monotonic() - started
         assert rule.hits >= 1
@@ -336,6 +350,78 @@ def test_a_watch_that_ends_or_expires_now_and_then_is_resumed() -> None:
         assert expires.hits == 1
         assert ends.hits == 1
         assert_applied_once(c, "gpu-a", *base, "watch")
+
+
+# -- time: the applier's timeouts count simulated time -----------------------------------------
+
+
+def _sim_time(c: Cluster) -> tuple[SimClock, SimTimeKube]:
+    clock = SimClock(lambda _node: settle(c))
+    return clock, SimTimeKube(c.api, clock)
+
+
+def test_a_mig_manager_slower_than_the_timeout_in_real_time_is_no_timeout() -> None:
+    """What a loaded machine does to MIG Manager's simulation costs no simulated time."""
+    with running_cluster() as c:
+        base = _baseline(c)
+        c.mig.knobs("gpu-a").delay_s = 0.5  # ~1 s of real time to answer: twice the timeout
+        clock, kube = _sim_time(c)
+        applier = make_applier(c, kube, "patient", node_timeout_s=0.5, clock=clock)
+        (out,) = applier.run(plan()).outcomes
+        assert out.result == "applied", out.reason
+        assert_applied_once(c, "gpu-a", *base, "slow simulation")
+        assert clock.elapsed == 0.0  # the answer came on the first watch: no wait at all
+
+
+def test_a_stuck_change_times_out_exactly_when_simulated_time_passes_the_timeout() -> None:
+    with running_cluster(knobs={"gpu-a": Knobs(stuck_pending=True)}) as c:
+        clock, kube = _sim_time(c)
+        applier = make_applier(c, kube, "stuck", node_timeout_s=3600.0, clock=clock)
+        (out,) = applier.run(plan()).outcomes
+        assert out.result == "failed"
+        assert "timed out after 3600 s waiting for MIG Manager, state pending" in out.reason
+        assert clock.elapsed == pytest.approx(3600.0)  # 30 s watches, none cut short
+        assert clock.sleeps == []  # every watch was held to its end: no polling
+        settle(c)
+        assert c.labels()[CONFIG_LABEL] == "all-balanced"
+        assert not c.node()["spec"].get("unschedulable")
+
+
+def test_a_drain_a_pdb_forbids_times_out_after_its_simulated_polls() -> None:
+    with running_cluster() as c:
+        c.api.create(
+            pod(
+                "serve",
+                "ml",
+                node_name="gpu-a",
+                labels={"app": "serve"},
+                requests={"nvidia.com/mig-1g.18gb": 1},
+            )
+        )
+        c.api.create(pdb("serve", "ml", match_labels={"app": "serve"}, min_available=1))
+        clock, kube = _sim_time(c)
+        applier = make_applier(
+            c, kube, "drainer", drain=True, drain_timeout_s=600.0, poll_s=2.0, clock=clock
+        )
+        (out,) = applier.run(plan()).outcomes
+        assert out.result == "failed"
+        assert "drain timed out after 600 s: ml/serve still there" in out.reason
+        assert clock.sleeps == [2.0] * 300
+        assert len(c.api.list("v1", "Pod", namespace="ml")) == 1
+
+
+def test_waiting_for_the_lease_counts_simulated_time() -> None:
+    with running_cluster() as c:
+        holder = Lease(c.kube, namespace=NAMESPACE, identity="holder", duration_s=3600)
+        holder.acquire()
+        try:
+            clock, _ = _sim_time(c)
+            waiter = Lease(c.kube, namespace=NAMESPACE, identity="waiter", clock=clock)
+            with pytest.raises(LeaseHeld, match="holder"):
+                waiter.acquire(wait_s=600.0, poll_s=2.0)
+            assert clock.sleeps == [2.0] * 300
+        finally:
+            holder.release()
 
 
 # -- faults that stop the run ------------------------------------------------------------------

@@ -39,6 +39,7 @@ from applier.cluster import (
 )
 from migscope.applier.applier import Applier, RunReport
 from migscope.applier.audit import Audit
+from migscope.applier.clock import SYSTEM_CLOCK, Clock
 from migscope.applier.lease import LeaseHeld
 from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
 from migscope.applier.settings import ApplySettings
@@ -139,7 +140,13 @@ for _name in READS + WRITES:
 
 
 def make_applier(
-    c: Cluster, kube: Kube, identity: str, *, lease_duration_s: int = 30, **overrides: Any
+    c: Cluster,
+    kube: Kube,
+    identity: str,
+    *,
+    lease_duration_s: int = 30,
+    clock: Clock = SYSTEM_CLOCK,
+    **overrides: Any,
 ) -> Applier:
     settings = ApplySettings(
         **{
@@ -156,7 +163,7 @@ def make_applier(
             **overrides,
         }
     )
-    return Applier(kube, settings, audit=Audit(kube, actor=identity, out=_Sink()))
+    return Applier(kube, settings, audit=Audit(kube, actor=identity, out=_Sink()), clock=clock)
 
 
 def expire_lease(c: Cluster) -> None:

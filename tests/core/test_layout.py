@@ -197,3 +197,10 @@ def test_solver_agrees_with_brute_force_on_random_multisets(names: list[str]) ->
     assert check.ok == expected, check.reason
     if check.ok:
         assert Counter(p.profile.name for p in check.placements) == Counter(names)
+
+
+def test_an_absurd_count_is_refused_without_building_the_instances() -> None:
+    """10**30 instances (a hostile or broken file) used to build a list of 10**30 entries."""
+    check = is_valid("H200-141GB", {"1g.18gb": 10**30})
+    assert not check.ok
+    assert check.reason.endswith(f"at most 7 × 1g.18gb per H200-141GB GPU, asked for {10**30}")

@@ -197,7 +197,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 def _self_signed_ca(cwd: Path, name: str) -> None:
     _openssl(
         "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-        "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "2",
+        "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.crt", "-days", "30",
         "-subj", f"/CN={name}",
         "-addext", "basicConstraints=critical,CA:TRUE",
         "-addext", "keyUsage=critical,keyCertSign,cRLSign",
@@ -215,13 +215,15 @@ def _leaf(cwd: Path, name: str, *, ca: str, ext: str) -> None:
     _openssl(
         "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
         "-set_serial", str(random.SystemRandom().randrange(1, 2**63)),
-        "-out", f"{name}.crt", "-days", "2", "-extfile", f"{name}.ext",
+        "-out", f"{name}.crt", "-days", "30", "-extfile", f"{name}.ext",
         cwd=cwd,
     )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    # Certificates valid for 30 days: one that expires within 7 days loads with a warning
+    # (docs/http.md), which the tests that count warnings must not see.
     d = tmp_path_factory.mktemp("pki")
     _self_signed_ca(d, "ca")
     _self_signed_ca(d, "rogue-ca")

@@ -30,12 +30,13 @@ memory is treated the same way. Low coverage lowers confidence in proportion.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from migscope.analyzer.model import JsonValue, SliceStats
+from migscope.analyzer.model import JsonValue, SliceStats, json_safe
 from migscope.analyzer.policy import Policy, default_policy
 from migscope.core.catalogue import GiProfile, GpuModel, UnknownProfileError
 
@@ -137,7 +138,12 @@ class _Usage:
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
-    return None if value is None else round(value, digits)
+    """Evidence as the report writes it: rounded, and None when not a finite number.
+
+    The sources already keep statistics finite; this is the last guard, because one NaN in
+    the evidence makes the JSON report unwritable (``allow_nan=False``).
+    """
+    return None if value is None or not math.isfinite(value) else round(value, digits)
 
 
 def _variant(name: str) -> str:
@@ -319,7 +325,7 @@ class _Verdict:
         return Classification(
             status=status,
             confidence=round(max(0.0, min(1.0, confidence)), 4),
-            evidence=evidence,
+            evidence=json_safe(evidence),
             suggested_profile=suggested,
             reason=sentence,
         )

@@ -21,10 +21,30 @@ __all__ = [
     "SliceInfo",
     "SliceKey",
     "SliceStats",
+    "json_safe",
 ]
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 """A value ``json.dumps`` writes as is (floats finite)."""
+
+
+def json_safe(data: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """``data`` with every non-finite number (which JSON cannot hold) turned into None.
+
+    The last guard before a report: the sources keep statistics finite, but one NaN left in
+    a verdict's evidence would make ``report.json`` unwritable (``allow_nan=False``).
+    """
+
+    def clean(value: JsonValue) -> JsonValue:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return {k: clean(v) for k, v in data.items()}
 
 
 def _finite(value: float | None) -> float | None:

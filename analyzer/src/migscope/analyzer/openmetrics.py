@@ -12,7 +12,8 @@ goes to the laxer text-format parser). What this module adds is what the analyze
 around them: samples grouped into per-series numpy arrays, only for the metric names asked
 for (a dcgm-exporter scrape has 15 families of which the analyzer uses three), the label sets
 alone of the names that are only to be *indexed* (a family that tells that a GPU instance
-exists costs one label set per series instead of 16 bytes per sample), and errors that say
+exists costs one label set per series instead of 16 bytes per sample), numbers held to the
+format's grammar rather than to Python's laxer ``float()``, and errors that say
 ``FILE:LINE: what`` on one line. Which names to keep or index is a set of names or a
 predicate, so that a caller can match names case-insensitively (scrapes relabelled to
 lower case).
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import time
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -228,15 +230,51 @@ def _utf8_lines(handle: IO[bytes], source: str) -> Iterator[str]:
             ) from exc
 
 
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACES = re.compile(r"\{[^{}]*\}")
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|inf(?:inity)?|nan)", re.I | re.A)
+_MAX_MS = 2.0**63  # Prometheus stores int64 milliseconds
+
+
+def _check_numbers(line: str, *, openmetrics: bool) -> None:
+    """Refuse the numbers of a sample line that Prometheus would refuse and Python takes.
+
+    Why: ``float()`` reads ``1_0`` as 10 (prometheus-client before 0.22 hands it values so)
+    and any script's digits (``١٢`` is 12), and a NaN, infinite or int64-overflowing
+    timestamp would only fail later, far from its line. The exposition format takes plain
+    ASCII decimals, ``Inf`` and ``NaN`` (Go's ``ParseFloat``), and finite timestamps.
+
+    Raises:
+        ValueError: a value or timestamp is not such a number; the message quotes it.
+    """
+    if line.startswith("#"):
+        return
+    brace = line.rfind("}")
+    if "# {" in line:  # an exemplar (or a label that looks like one): the slow, exact way
+        tokens = _BRACES.sub(" ", _QUOTED.sub('""', line)).split()
+        numbers = tokens if line.lstrip().startswith("{") else tokens[1:]
+    else:  # after the labels, or the name, only numbers follow
+        numbers = line[brace + 1 :].split() if brace >= 0 else line.split()[1:]
+    for position, token in enumerate(numbers):
+        if token == "#":  # an exemplar: its own value and timestamp follow
+            continue
+        if not _NUMBER.fullmatch(token):
+            raise ValueError(f"invalid number {token!r} (plain decimals, Inf or NaN only)")
+        if position == 1 and not abs(float(token) * (1000.0 if openmetrics else 1.0)) < _MAX_MS:
+            raise ValueError(f"invalid timestamp {token!r} (not a finite time)")
+
+
 class _CountingLines:
     """Iterate over lines and remember how many were handed out, for error messages.
 
     The parsers consume their input lazily, one line at a time, so when one raises, the line
-    it choked on is the last one this iterator gave it.
+    it choked on is the last one this iterator gave it. Each line's numbers are checked on
+    the way (:func:`check_numbers`), so that a bad one is refused at its own line.
     """
 
-    def __init__(self, lines: Iterable[str]) -> None:
+    def __init__(self, lines: Iterable[str], *, openmetrics: bool) -> None:
         self._lines = iter(lines)
+        self._openmetrics = openmetrics
         self.count = 0
 
     def __iter__(self) -> Iterator[str]:
@@ -245,6 +283,7 @@ class _CountingLines:
     def __next__(self) -> str:
         line = next(self._lines)
         self.count += 1
+        _check_numbers(line, openmetrics=self._openmetrics)
         return line
 
 
@@ -399,7 +438,7 @@ def _read(
     parse = strict_parser if openmetrics else text_families
     accumulator = _Accumulator(keep, index, default_timestamp)
     for chunk in _chunks(lines, openmetrics=openmetrics, size=max(1, chunk_size)):
-        counted = _CountingLines(chunk.text())
+        counted = _CountingLines(chunk.text(), openmetrics=openmetrics)
         try:
             for family in parse(cast(TextIO, counted)):
                 accumulator.add(family)

@@ -39,13 +39,13 @@ resumed or rolled back, because either would write, wait and relabel.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from migscope.applier.audit import Audit
+from migscope.applier.clock import SYSTEM_CLOCK, Clock, as_clock
 from migscope.applier.configmap import ConfigTarget, find_target
 from migscope.applier.describe import change_actions, unfinished
 from migscope.applier.lease import Lease
@@ -82,8 +82,11 @@ class Applier:
         kube: The cluster.
         settings: Limits, windows, timeouts, names.
         audit: Log lines and Events (one is made when None).
-        clock: Wall clock (Unix seconds), for timeouts and records.
-        sleep: How to wait between polls (tests pass a faster one).
+        clock: Time for records, deadlines and waits (:mod:`~migscope.applier.clock`;
+            tests pass simulated time); a bare function is a wall clock (Unix seconds)
+            with real deadlines and waits.
+        sleep: How to wait between polls instead of the clock's own (tests pass a faster
+            one).
     """
 
     def __init__(
@@ -92,9 +95,10 @@ class Applier:
         settings: ApplySettings,
         *,
         audit: Audit | None = None,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock | Callable[[], float] = SYSTEM_CLOCK,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
+        self.clock = as_clock(clock, sleep)
         # A dry run reads through a view that refuses every write: read-only by construction.
         self.kube = kube if settings.apply else ReadOnlyKube(kube)
         self.settings = settings
@@ -104,19 +108,19 @@ class Applier:
             name=settings.lease_name,
             identity=settings.identity,
             duration_s=settings.lease_duration_s,
+            clock=self.clock,
         )
         self.actor = self.lease.identity
-        self.audit = audit or Audit(kube if settings.apply else None, actor=self.actor)
-        self.clock = clock
-        self.sleep = sleep
+        self.audit = audit or Audit(
+            kube if settings.apply else None, actor=self.actor, clock=self._utc_now
+        )
         self.run_id = uuid.uuid4().hex[:12]
         self.workflow = NodeWorkflow(
             self.kube,
             settings,
             audit=self.audit,
             run_id=self.run_id,
-            clock=clock,
-            sleep=sleep,
+            clock=self.clock,
             check_lease=self._check_lease,
         )
         self._plan_configs: dict[str, MigPartedConfig] = {}
@@ -223,7 +227,7 @@ class Applier:
     def refusal(self, plan: ApplyPlan) -> str:
         """Why these settings do not let ``--apply`` apply ``plan`` ("" when they do)."""
         return plan.refusal(
-            now=self.clock(),
+            now=self.clock.now(),
             allow_simulated=self.settings.allow_simulated,
             max_age_s=self.settings.max_plan_age_s,
         )
@@ -237,6 +241,9 @@ class Applier:
         self._plan_configs = {
             name: plan.config_entries(name) for name in {c.config for c in plan.nodes}
         }
+
+    def _utc_now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock.now(), tz=timezone.utc)
 
     def _check_lease(self) -> None:
         if self.settings.apply and self.lease.lost.is_set():
@@ -262,9 +269,7 @@ class Applier:
         if current == change.config and state == "success":
             out.result, out.reason = "unchanged", f"already {change.config} (success)"
             return out
-        why = skip_reason(
-            node, change, nodes, s, datetime.fromtimestamp(self.clock(), tz=timezone.utc)
-        )
+        why = skip_reason(node, change, nodes, s, self._utc_now())
         if why:
             out.reason = why
             return self._skip(node, out)

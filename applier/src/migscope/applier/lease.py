@@ -20,10 +20,10 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from migscope.applier.clock import SYSTEM_CLOCK, Clock
 from migscope.core.errors import UserError
 from migscope.kube import ApiError, Conflict, Kube, now_rfc3339
 
@@ -60,7 +60,9 @@ class Lease:
         name: Its name.
         identity: This instance's ``holderIdentity``.
         duration_s: ``leaseDurationSeconds``: how long a silent holder keeps it.
-        clock: Wall clock (seconds), for tests.
+        clock: Time for the expiry and for waiting to take it (tests pass simulated
+            time); the renewal thread keeps real time, because other appliers judge the
+            Lease's expiry by theirs.
     """
 
     def __init__(
@@ -71,7 +73,7 @@ class Lease:
         name: str = "migscope-applier",
         identity: str | None = None,
         duration_s: int = 60,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -134,7 +136,7 @@ class Lease:
             holder = spec.get("holderIdentity")
             renewed = _parse_time(spec.get("renewTime"))
             duration = float(spec.get("leaseDurationSeconds") or 0)
-            expired = renewed is None or renewed + duration < self.clock()
+            expired = renewed is None or renewed + duration < self.clock.now()
             if holder and holder != self.identity and not expired:
                 return False
             transitions = int(spec.get("leaseTransitions") or 0) + (
@@ -154,16 +156,16 @@ class Lease:
         Raises:
             LeaseHeld: still held by another instance after ``wait_s``.
         """
-        deadline = time.monotonic() + wait_s
+        deadline = self.clock.monotonic() + wait_s
         while not self.try_acquire():
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 holder, until = self.holder()
-                left = f", expires in {until - self.clock():.0f} s" if until else ""
+                left = f", expires in {until - self.clock.now():.0f} s" if until else ""
                 raise LeaseHeld(
                     f"another applier holds lease {self.namespace}/{self.name} "
                     f"({holder or 'unknown'}{left}); only one may act at a time"
                 )
-            time.sleep(poll_s)
+            self.clock.sleep(poll_s)
         self.lost.clear()
         self._stop.clear()
         self._thread = threading.Thread(target=self._renew_loop, name="migscope-lease", daemon=True)

@@ -15,12 +15,12 @@ that record (a write whose answer was lost may have landed).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from migscope.applier.audit import Audit
+from migscope.applier.clock import Clock
 from migscope.applier.configmap import ConfigMapError, ConfigTarget, config_present, ensure_config
 from migscope.applier.outcome import NodeOutcome
 from migscope.applier.plan import NodeChange
@@ -69,8 +69,7 @@ class NodeWorkflow:
         settings: Timeouts, ``--drain``, the poll interval.
         audit: Log lines and Events.
         run_id: This run's id (a record with another is resumed from an earlier run).
-        clock: Wall clock (Unix seconds), for timeouts and records.
-        sleep: How to wait between polls.
+        clock: Time for records, deadlines and waits between polls.
         check_lease: Raises when the Lease was lost (called between steps and polls).
     """
 
@@ -81,8 +80,7 @@ class NodeWorkflow:
         *,
         audit: Audit,
         run_id: str,
-        clock: Callable[[], float],
-        sleep: Callable[[float], None],
+        clock: Clock,
         check_lease: Callable[[], None],
     ) -> None:
         self.kube = kube
@@ -90,7 +88,6 @@ class NodeWorkflow:
         self.audit = audit
         self.run_id = run_id
         self.clock = clock
-        self.sleep = sleep
         self.check_lease = check_lease
 
     def record(self, node: Obj, progress: NodeProgress, *, why: str) -> None:
@@ -170,7 +167,7 @@ class NodeWorkflow:
                     if failures > 3:
                         raise  # the run stops; the node's record says where to resume
                     self.audit.log(change.node, "retry", step=progress.step.value, why=str(exc))
-                    self.sleep(min(30.0, self.settings.poll_s * 2**failures))
+                    self.clock.sleep(min(30.0, self.settings.poll_s * 2**failures))
         except _Abort as exc:
             progress = self._rollback(change, progress, str(exc))
         if progress.step is Step.DONE:
@@ -258,7 +255,7 @@ class NodeWorkflow:
         return nxt
 
     def _drain(self, change: NodeChange, progress: NodeProgress) -> NodeProgress:
-        deadline = time.monotonic() + self.settings.drain_timeout_s
+        deadline = self.clock.monotonic() + self.settings.drain_timeout_s
         while True:
             pods = self.kube.pods_on_node(change.node)
             at_risk = pods_at_risk(change, pods)
@@ -277,15 +274,17 @@ class NodeWorkflow:
                     continue
                 except TooManyRequests as exc:
                     self.audit.log(change.node, "evict-refused", pod=name, why=str(exc))
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise _Abort(
                     f"drain timed out after {self.settings.drain_timeout_s:g} s: "
                     f"{', '.join(at_risk)} still there"
                 )
             self.check_lease()
-            self.sleep(self.settings.poll_s)
+            self.clock.sleep(self.settings.poll_s)
         node = self.kube.get_node(change.node)
-        nxt = progress.at(Step.WAIT, "label set, waiting for MIG Manager", labelled_at=self.clock())
+        nxt = progress.at(
+            Step.WAIT, "label set, waiting for MIG Manager", labelled_at=self.clock.now()
+        )
         self._patch(
             change.node,
             {
@@ -311,7 +310,7 @@ class NodeWorkflow:
         return nxt
 
     def _wait(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
-        started = progress.labelled_at if progress.labelled_at is not None else self.clock()
+        started = progress.labelled_at if progress.labelled_at is not None else self.clock.now()
         deadline = started + self.settings.node_timeout_s
         seen: list[str] = []
         while True:
@@ -322,7 +321,7 @@ class NodeWorkflow:
                 return progress.at(Step.VERIFY, "MIG Manager reported success")
             if state == "failed":
                 raise _Abort(f"MIG Manager reported failed (states seen: {' -> '.join(seen)})")
-            left = deadline - self.clock()
+            left = deadline - self.clock.now()
             if left <= 0:
                 stuck = (
                     " (stuck pending: gpu-operator #2833, operands may stay paused)"
@@ -335,7 +334,7 @@ class NodeWorkflow:
                 )
             self.check_lease()
             window = min(left, 30.0)
-            began = time.monotonic()
+            began = self.clock.monotonic()
             answered = False
             try:
                 for _kind, obj in self.kube.watch_node(
@@ -352,16 +351,16 @@ class NodeWorkflow:
                         break
             except ApiError:
                 pass  # 410 or a dropped stream: read the node again and watch from there
-            if not answered and time.monotonic() - began < window:
-                self.sleep(self.settings.poll_s)  # the watch ended early: poll, never spin
+            if not answered and self.clock.monotonic() - began < window:
+                self.clock.sleep(self.settings.poll_s)  # the watch ended early: poll, never spin
             node = self.kube.get_node(change.node)
 
     def _verify(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
         expected = change.expected_resources()
-        deadline = time.monotonic() + self.settings.verify_timeout_s
+        deadline = self.clock.monotonic() + self.settings.verify_timeout_s
         have = advertised(node)
-        while expected and have != expected and time.monotonic() < deadline:
-            self.sleep(self.settings.poll_s)
+        while expected and have != expected and self.clock.monotonic() < deadline:
+            self.clock.sleep(self.settings.poll_s)
             node = self.kube.get_node(change.node)
             have = advertised(node)
         mismatch = bool(expected) and have != expected
@@ -371,7 +370,7 @@ class NodeWorkflow:
             else f"applied {change.config}, but the node advertises {have} instead of {expected}"
         )
         done = progress.at(Step.DONE if not mismatch else Step.FAILED, message)
-        now = datetime.fromtimestamp(self.clock(), tz=timezone.utc)
+        now = datetime.fromtimestamp(self.clock.now(), tz=timezone.utc)
         patch: Obj = {
             "metadata": {
                 "resourceVersion": node["metadata"]["resourceVersion"],

@@ -177,14 +177,16 @@ def is_valid(
     def fail(reason: str) -> LayoutCheck:
         return LayoutCheck(gpu, wanted, (), f"{wanted}: {reason}")
 
-    profiles = [gpu.profile(name) for name in wanted.names()]
-    counts = Counter(p.name for p in profiles)
+    # Counts first, before one entry per instance is built: a layout asking for 10**30
+    # instances (a hostile or broken file) is refused at once instead of exhausting memory.
+    counts = Counter({gpu.profile(name).name: count for name, count in wanted.counts})
     for profile in iter_profiles(gpu):
         if counts[profile.name] > profile.max_instances:
             return fail(
                 f"at most {profile.max_instances} × {profile.name} per {gpu.key} GPU, "
                 f"asked for {counts[profile.name]}"
             )
+    profiles = [gpu.profile(name) for name in wanted.names()]
     media = [p.name for p in profiles if p.media_extensions]
     if len(media) > 1:
         return fail(f"at most one media-extension (+me) instance per GPU, asked for {len(media)}")

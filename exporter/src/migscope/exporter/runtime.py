@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from migscope.exporter.backends.base import Backend
+from migscope.core.errors import one_line
+from migscope.exporter.backends.base import Backend, BackendError
 from migscope.exporter.backends.nvml import NvmlBackend
 from migscope.exporter.collector import Owner, SnapshotCollector
 from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
-from migscope.exporter.model import CollectorStatus
+from migscope.exporter.model import CollectorStatus, Snapshot
 from migscope.exporter.sampler import Sampler
 from migscope.exporter.settings import ExporterSettings, SettingsError
 
@@ -212,7 +213,10 @@ def build(settings: ExporterSettings, *, realtime: bool = True) -> Exporter:
         clock=clock,
         wall=wall,
     )
-    registry = CollectorRegistry(auto_describe=False)
+    # The collector has no describe(): its series depend on the node. Without
+    # support_collectors_without_names, `?name[]=` (restricted_registry) would find no
+    # collector for any name and answer an empty 200.
+    registry = CollectorRegistry(auto_describe=False, support_collectors_without_names=True)
     collector = SnapshotCollector(
         snapshot=sampler.latest,
         owners=owners,
@@ -232,12 +236,20 @@ def render_once(settings: ExporterSettings) -> bytes:
     """Sample twice one interval apart (GPM needs a pair) and return one text exposition.
 
     The GPM window shrinks to that one interval, so ``--once`` shows activity at once.
+    Unlike serving, which keeps retrying a backend that cannot load (and says so on
+    ``/healthz``), ``--once`` is a check: a backend that cannot be opened, or that read no GPU
+    at all, is an error rather than an exposition of ``migscope_collector_success 0``.
+
+    Raises:
+        BackendError: The backend cannot be opened (NVML or DCGM missing, driver not
+            loaded), or it read nothing; one line naming the backend.
     """
     if settings.web_config:
         load_web_config(settings.web_config)  # a broken file is reported even here
     settings = settings.model_copy(update={"gpm_interval": settings.interval})
     exporter = build(settings, realtime=False)
     try:
+        _open_backend(exporter.backend)
         if exporter.watcher is not None:
             exporter.watcher.refresh()
         exporter.sampler.run_once()
@@ -245,10 +257,31 @@ def render_once(settings: ExporterSettings) -> bytes:
             exporter.advance(settings.interval)
         else:
             time.sleep(settings.interval)
-        exporter.sampler.run_once()
+        snapshot = exporter.sampler.run_once()
+        _require_backend_reading(exporter.backend.name, snapshot)
         return exporter.collector.render_text()
     finally:
         exporter.stop()
+
+
+def _open_backend(backend: Backend) -> None:
+    """Open ``backend`` now, before anything is sampled or printed; one line if it cannot.
+
+    Opening first (the sampler would open it on its first read, and log the failure) gives
+    ``--once`` exactly one line on stderr for a missing library, and no kubelet warning
+    before it.
+    """
+    try:
+        backend.open()
+    except BackendError as exc:
+        raise BackendError(f"backend {backend.name}: {one_line(exc)}") from exc
+
+
+def _require_backend_reading(name: str, snapshot: Snapshot) -> None:
+    """Raise when the backend's own collector failed and no GPU was read (health's rule)."""
+    status = next((c for c in snapshot.collectors if c.name == name), None)
+    if status is not None and not status.success and not snapshot.gpus:
+        raise BackendError(f"backend {name}: {status.error or 'read no GPU'}")
 
 
 def serve(settings: ExporterSettings) -> int:

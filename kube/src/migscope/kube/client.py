@@ -5,13 +5,16 @@ Why a thin layer over the official client: the applier reasons about API *semant
 PodDisruptionBudget says not now; a 404 on eviction means the pod is already gone), not about
 client exceptions, and it works with objects as the API returns them (JSON dicts) so that
 what it compares, records and logs is exactly what the server holds. Every call has a
-request timeout; nothing here retries on its own except where the semantics ask for it
-(:meth:`Kube.update_configmap` re-reads on conflict).
+request timeout, and every answer is read within a size limit and that timeout
+(:mod:`.reading`); nothing here retries on its own except where the semantics ask for it
+(:meth:`Kube.update_configmap` re-reads on conflict). A request header the HTTP library
+refuses (a kubeconfig token with a newline) is reported without its value.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -21,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from migscope.core.errors import MigscopeError, UserError, one_line
+from migscope.kube.reading import MAX_RESPONSE_BYTES, read_answer, read_json
 
 __all__ = [
     "ApiError",
@@ -84,7 +88,18 @@ def _message(exc: ApiException) -> str:
     return " ".join((text or str(exc.reason or "")).split())
 
 
+def _header_refused(what: str, exc: ValueError) -> ApiError | None:
+    """The error for http.client's "Invalid header value b'Bearer ...'", without the value."""
+    if not str(exc).startswith("Invalid header"):
+        return None
+    return ApiError(
+        f"{what}: a request header holds a newline or control character (the kubeconfig's "
+        "token or an exec plugin's?)"
+    )
+
+
 def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    refused: ApiError | None = None
     try:
         return fn(*args, **kwargs)
     except ApiException as exc:
@@ -94,11 +109,13 @@ def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise kind(text, status) from exc
     except (HTTPError, OSError) as exc:
         raise ApiError(f"{what}: {one_line(exc)}") from exc
-
-
-def _json(response: Any) -> Obj:
-    data: Obj = json.loads(response.data)
-    return data
+    except ValueError as exc:
+        refused = _header_refused(what, exc)
+        if refused is None:
+            raise
+    # Raised out of the except block, so that neither its cause nor its context is the error
+    # that quotes the refused header: the header's value is a credential.
+    raise refused
 
 
 class Kube:
@@ -106,29 +123,63 @@ class Kube:
 
     Args:
         api: A ``kubernetes.client.ApiClient``.
-        timeout_s: Request timeout for every call.
+        timeout_s: Request timeout for every call, its answer's body included.
+        max_response_bytes: The most decoded bytes one answer may have.
     """
 
-    def __init__(self, api: client.ApiClient, *, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        timeout_s: float = 30.0,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+    ) -> None:
         self.api = api
         self.core = client.CoreV1Api(api)
         self.policy = client.PolicyV1Api(api)
         self.coordination = client.CoordinationV1Api(api)
         self.custom = client.CustomObjectsApi(api)
         self.timeout = timeout_s
+        self.max_response_bytes = max_response_bytes
 
     def _opts(self) -> dict[str, Any]:
         return {"_request_timeout": self.timeout, "_preload_content": False}
+
+    def _obj(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Obj:
+        """Call ``fn`` and read its answer as a JSON object, within the limit and the timeout."""
+        started = time.monotonic()
+        response = _call(what, fn, *args, **kwargs, **self._opts())
+        return read_json(
+            response,
+            what=what,
+            limit=self.max_response_bytes,
+            timeout_s=self.timeout,
+            started=started,
+            error=ApiError,
+        )
+
+    def _done(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn`` for its effect; its answer is read within the limit and dropped."""
+        started = time.monotonic()
+        response = _call(what, fn, *args, **self._opts())
+        read_answer(
+            response,
+            what=what,
+            limit=self.max_response_bytes,
+            timeout_s=self.timeout,
+            started=started,
+            error=ApiError,
+        )
 
     # -- nodes -------------------------------------------------------------------------------
 
     def get_node(self, name: str) -> Obj:
         """The node as stored."""
-        return _json(_call(f"reading node {name}", self.core.read_node, name, **self._opts()))
+        return self._obj(f"reading node {name}", self.core.read_node, name)
 
     def list_nodes(self) -> list[Obj]:
         """Every node."""
-        body = _json(_call("listing nodes", self.core.list_node, **self._opts()))
+        body = self._obj("listing nodes", self.core.list_node)
         return list(body.get("items") or [])
 
     def list_pods(self, *, field_selector: str, page_size: int = 500) -> Iterator[Obj]:
@@ -138,15 +189,12 @@ class Kube:
         """
         token: str | None = None
         while True:
-            body = _json(
-                _call(
-                    "listing pods",
-                    self.core.list_pod_for_all_namespaces,
-                    field_selector=field_selector,
-                    limit=page_size,
-                    _continue=token,
-                    **self._opts(),
-                )
+            body = self._obj(
+                "listing pods",
+                self.core.list_pod_for_all_namespaces,
+                field_selector=field_selector,
+                limit=page_size,
+                _continue=token,
             )
             yield from body.get("items") or []
             token = (body.get("metadata") or {}).get("continue") or None
@@ -159,9 +207,7 @@ class Kube:
         Put ``metadata.resourceVersion`` in the patch to make it conditional: the server
         answers 409 when the node changed since that version.
         """
-        return _json(
-            _call(f"patching node {name}", self.core.patch_node, name, dict(patch), **self._opts())
-        )
+        return self._obj(f"patching node {name}", self.core.patch_node, name, dict(patch))
 
     def watch_node(
         self, name: str, *, resource_version: str, timeout_s: float
@@ -173,6 +219,7 @@ class Kube:
         resume from its version.
         """
         stream = watch.Watch()
+        refused: ApiError | None = None
         try:
             for event in stream.stream(
                 self.core.list_node,
@@ -195,20 +242,23 @@ class Kube:
             ) from exc
         except (HTTPError, OSError) as exc:
             raise ApiError(f"watching node {name}: {' '.join(str(exc).split())}") from exc
+        except ValueError as exc:
+            refused = _header_refused(f"watching node {name}", exc)
+            if refused is None:
+                raise
         finally:
             stream.stop()
+        if refused is not None:
+            raise refused  # out of the except block: see _call
 
     # -- pods --------------------------------------------------------------------------------
 
     def pods_on_node(self, name: str) -> list[Obj]:
         """Pods bound to the node that are not finished (they may still hold devices)."""
-        body = _json(
-            _call(
-                f"listing pods on {name}",
-                self.core.list_pod_for_all_namespaces,
-                field_selector=f"spec.nodeName={name}",
-                **self._opts(),
-            )
+        body = self._obj(
+            f"listing pods on {name}",
+            self.core.list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={name}",
         )
         items = body.get("items") or []
         return [
@@ -217,14 +267,8 @@ class Kube:
 
     def get_pod(self, namespace: str, name: str) -> Obj:
         """One pod."""
-        return _json(
-            _call(
-                f"reading pod {namespace}/{name}",
-                self.core.read_namespaced_pod,
-                name,
-                namespace,
-                **self._opts(),
-            )
+        return self._obj(
+            f"reading pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace
         )
 
     def evict(self, namespace: str, name: str) -> None:
@@ -234,13 +278,12 @@ class Kube:
             "kind": "Eviction",
             "metadata": {"name": name, "namespace": namespace},
         }
-        _call(
+        self._done(
             f"evicting {namespace}/{name}",
             self.core.create_namespaced_pod_eviction,
             name,
             namespace,
             body,
-            _request_timeout=self.timeout,
         )
 
     # -- config maps -------------------------------------------------------------------------
@@ -262,9 +305,7 @@ class Kube:
     def _read(self, kind: str, read: Callable[..., Any], namespace: str, name: str) -> Obj | None:
         """``read`` the object ``namespace/name``, or None when it does not exist."""
         try:
-            return _json(
-                _call(f"reading {kind} {namespace}/{name}", read, name, namespace, **self._opts())
-            )
+            return self._obj(f"reading {kind} {namespace}/{name}", read, name, namespace)
         except NotFound:
             return None
 
@@ -273,7 +314,7 @@ class Kube:
     ) -> Obj:
         """``create`` ``body`` in ``namespace`` (409 :class:`Conflict` when it exists)."""
         what = f"creating {kind} {namespace}/{body['metadata']['name']}"
-        return _json(_call(what, create, namespace, dict(body), **self._opts()))
+        return self._obj(what, create, namespace, dict(body))
 
     def _replace(
         self, kind: str, replace: Callable[..., Any], namespace: str, body: Mapping[str, Any]
@@ -281,22 +322,19 @@ class Kube:
         """``replace`` the object with ``body`` (conditional on its ``resourceVersion``)."""
         name = body["metadata"]["name"]
         what = f"writing {kind} {namespace}/{name}"
-        return _json(_call(what, replace, name, namespace, dict(body), **self._opts()))
+        return self._obj(what, replace, name, namespace, dict(body))
 
     # -- GPU Operator ------------------------------------------------------------------------
 
     def cluster_policies(self) -> list[Obj]:
         """The GPU Operator's ClusterPolicies (empty when the CRD is not installed)."""
         try:
-            body = _json(
-                _call(
-                    "listing clusterpolicies",
-                    self.custom.list_cluster_custom_object,
-                    "nvidia.com",
-                    "v1",
-                    "clusterpolicies",
-                    **self._opts(),
-                )
+            body = self._obj(
+                "listing clusterpolicies",
+                self.custom.list_cluster_custom_object,
+                "nvidia.com",
+                "v1",
+                "clusterpolicies",
             )
         except NotFound:
             return []
@@ -306,13 +344,7 @@ class Kube:
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Record a core/v1 Event."""
-        _call(
-            "recording an event",
-            self.core.create_namespaced_event,
-            namespace,
-            dict(body),
-            _request_timeout=self.timeout,
-        )
+        self._done("recording an event", self.core.create_namespaced_event, namespace, dict(body))
 
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         """The Lease, or None."""
@@ -340,6 +372,7 @@ class ReadOnlyKube(Kube):
         self.inner = inner
         self.api = inner.api
         self.timeout = inner.timeout
+        self.max_response_bytes = getattr(inner, "max_response_bytes", MAX_RESPONSE_BYTES)
 
     @staticmethod
     def _refuse(what: str) -> DryRunWrite:

@@ -30,6 +30,7 @@ from migscope.core.yaml_messages import (
 from migscope.scheduler.cron import cron_trigger, zone
 
 __all__ = [
+    "MAX_SECONDS",
     "JobConfig",
     "JobKind",
     "ScheduleConfig",
@@ -40,6 +41,16 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+MAX_SECONDS = 7 * 86400
+"""The most ``misfire_grace_seconds`` and ``timeout_seconds`` may be: 7 days.
+
+Unbounded, a number ``--check`` accepted could break the scheduler later: APScheduler turns
+the misfire grace into a ``timedelta`` at every firing, which overflows past about 2.7
+million years, so the run failed and the job never ran; and a time limit past a float's
+range fails every run. No schedule needs either longer than a week (a weekly job that is a
+week late is the next week's run; a run that needs a week is not a scheduled job).
+"""
 
 JobKind = Literal["report", "apply", "command"]
 
@@ -84,7 +95,7 @@ class JobConfig(BaseModel):
     """URL that gets a JSON POST after every run (any kind)."""
     webhook_bearer_token_file: str | None = None
     """File holding a bearer token for the webhook, re-read on every POST (rotated secrets)."""
-    timeout_seconds: int = Field(default=3600, ge=1)
+    timeout_seconds: int = Field(default=3600, ge=1, le=MAX_SECONDS)
     """A run still going after this long is terminated (SIGTERM, then SIGKILL)."""
 
     @field_validator("cron")
@@ -128,7 +139,7 @@ class ScheduleConfig(BaseModel):
     model_config = _STRICT
     timezone: str = "UTC"
     """IANA zone the cron lines are read in (daylight saving time included)."""
-    misfire_grace_seconds: int = Field(default=3600, ge=1)
+    misfire_grace_seconds: int = Field(default=3600, ge=1, le=MAX_SECONDS)
     """A run that could not start on time still starts if less than this late."""
     jobs: list[JobConfig] = Field(min_length=1)
 
@@ -234,6 +245,9 @@ def parse_schedule(text: str, *, source: str = "<schedule>") -> ScheduleConfig:
 # job names are CronJob names.
 _WORDING: Wording = {
     "literal_error": f"must be one of {', '.join(get_args(JobKind))}, got {{value}}",
+    "less_than_equal": (
+        f"must be at most {{le}} seconds ({MAX_SECONDS // 86400} days), got {{raw}}"
+    ),
     "int_type": "must be a whole number of seconds, got {value}",
     "int_from_float": "must be a whole number of seconds, got {value}",
     "string_pattern_mismatch": (

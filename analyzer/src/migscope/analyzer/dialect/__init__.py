@@ -54,7 +54,8 @@ the layout where an instance still is.
 The package, one job a module: :mod:`.names` (the series each dialect is read from),
 :mod:`.identity` (what labels say about a slice), :mod:`.detect` (which dialect, or why
 none), :mod:`.from_migscope` and :mod:`.from_dcgm` (each dialect's reader), :mod:`.grouping`
-(the steps both readers share) and :mod:`.reader` (the entry point of the file path).
+(the steps both readers share), :mod:`.checks` (the data-quality pass both run, with its
+notes) and :mod:`.reader` (the entry point of the file path).
 """
 
 from __future__ import annotations

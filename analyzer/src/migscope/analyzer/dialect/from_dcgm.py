@@ -10,10 +10,11 @@ letter case.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from migscope.analyzer.dialect.checks import SliceChecks
 from migscope.analyzer.dialect.detect import NoMigSeriesError, gi_families
 from migscope.analyzer.dialect.grouping import first_seen, holders, latest
 from migscope.analyzer.dialect.identity import (
@@ -22,7 +23,6 @@ from migscope.analyzer.dialect.identity import (
     node_of,
     parse_int,
     pod_of,
-    profile_bytes,
 )
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
@@ -34,7 +34,8 @@ from migscope.analyzer.dialect.names import (
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
 from migscope.analyzer.stats import SliceSeries, TimeSeries
-from migscope.core.catalogue import GpuModel, model_for_name
+from migscope.analyzer.stats.quality import Kind
+from migscope.core.catalogue import model_for_name
 
 __all__ = ["dcgm_slices"]
 
@@ -64,7 +65,8 @@ def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
 def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSeries], list[str]]:
     """The slices of dcgm-exporter's series, oldest instance of a key first, and notes.
 
-    The slices are built lazily; grouping, and the checks that may fail, happen at once.
+    The slices are built lazily; grouping, the checks that may fail and the data-quality
+    checks (:class:`~migscope.analyzer.dialect.checks.SliceChecks`) happen at once.
 
     Args:
         series: The series read (activity and framebuffer families kept, the others
@@ -72,8 +74,8 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
         default_node: Node name for series without a node label.
 
     Returns:
-        The slices, and one note per thing left out (series without a usable id) or
-        guessed (slices seen only in the presence family).
+        The slices, and one note per thing left out (series without a usable id), guessed
+        (slices seen only in the presence family) or held to its range (one per kind).
 
     Raises:
         NoMigSeriesError: series carry ``GPU_I_ID`` but none names a usable slice.
@@ -135,25 +137,35 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
             "gpu and GPU_I_ID label to tell the slice"
         )
 
+    checks = SliceChecks(
+        series.source,
+        {
+            Kind.ACTIVITY_DROPPED: DCGM_ACTIVITY,
+            Kind.ACTIVITY_CLAMPED: DCGM_ACTIVITY,
+            Kind.MEMORY_DROPPED: DCGM_FB_USED,
+            Kind.MEMORY_ABOVE_TOTAL: DCGM_FB_USED,
+            Kind.TOTAL_IGNORED: f"{DCGM_FB_USED} + {DCGM_FB_FREE}",
+        },
+    )
+    # The checks run now, over every slice, so that their notes come with the slices.
+    totals = _checked(grouped, order, listed, checks)
+    notes.extend(checks.notes())
+
     def build() -> Iterator[SliceSeries]:
         for key in order:
             activity_parts = grouped[DCGM_ACTIVITY].get(key, [])
             used_parts = grouped[DCGM_FB_USED].get(key, [])
-            free_parts = grouped[DCGM_FB_FREE].get(key, [])
-            current = latest(activity_parts + used_parts + free_parts)
-            labels = current.labels if current is not None else listed.get(key)
-            if labels is None:
+            current = _labels(grouped, key, listed)
+            if current is None:
                 continue
-            model = model_for_name(labels.get("modelName", ""))
-            profile = key[1]
+            model = model_for_name(current.get("modelName", ""))
             used_mib = TimeSeries.concat(s.samples for s in used_parts)
-            free_mib = TimeSeries.concat(s.samples for s in free_parts)
             yield SliceSeries(
                 info=SliceInfo(
                     key=key[0],
                     model=model.key if model is not None else None,
-                    profile=profile,
-                    mig_uuid=labels.get("dra_mig_device_uuid") or None,
+                    profile=key[1],
+                    mig_uuid=current.get("dra_mig_device_uuid") or None,
                     placement_start=None,
                 ),
                 activity=TimeSeries.concat(s.samples for s in activity_parts),
@@ -162,7 +174,7 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
                     if used_mib is not None
                     else None
                 ),
-                memory_total_bytes=_dcgm_total(used_mib, free_mib, model, profile),
+                memory_total_bytes=totals[key],
                 holders=holders(
                     (owner, s.samples)
                     for s in activity_parts + used_parts
@@ -174,16 +186,58 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
     return build(), notes
 
 
-def _dcgm_total(
-    used: TimeSeries | None, free: TimeSeries | None, model: GpuModel | None, profile: str
-) -> float | None:
-    """Slice memory: ``FB_USED + FB_FREE`` at the last time both were seen, else catalogue."""
+def _checked(
+    grouped: Mapping[str, dict[SliceId, list[Series]]],
+    order: Sequence[SliceId],
+    listed: Mapping[SliceId, Mapping[str, str]],
+    checks: SliceChecks,
+) -> dict[SliceId, float | None]:
+    """Clean each slice's activity and FB_USED in ``grouped``; return its memory total."""
+    activity, used = grouped[DCGM_ACTIVITY], grouped[DCGM_FB_USED]
+    totals: dict[SliceId, float | None] = {}
+    for key in order:
+        labels = _labels(grouped, key, listed)
+        if labels is None:
+            continue
+        if key in activity:
+            activity[key] = checks.activity(key, activity[key])
+        if key in used:
+            used[key] = checks.memory(key, used[key])
+        model = model_for_name(labels.get("modelName", ""))
+        used_mib = TimeSeries.concat(s.samples for s in used.get(key, []))
+        free_mib = TimeSeries.concat(s.samples for s in grouped[DCGM_FB_FREE].get(key, []))
+        totals[key] = checks.total(key, _dcgm_total(used_mib, free_mib), model, key[1])
+        checks.above_total(key, used.get(key, []), totals[key], scale=float(MIB))
+    return totals
+
+
+def _labels(
+    grouped: Mapping[str, Mapping[SliceId, list[Series]]],
+    key: SliceId,
+    listed: Mapping[SliceId, Mapping[str, str]],
+) -> Mapping[str, str] | None:
+    """The slice's current labels: its newest measured series', else the presence family's."""
+    current = latest(
+        s
+        for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)
+        for s in grouped[name].get(key, [])
+    )
+    return current.labels if current is not None else listed.get(key)
+
+
+def _dcgm_total(used: TimeSeries | None, free: TimeSeries | None) -> float | None:
+    """Slice memory, bytes: ``FB_USED + FB_FREE`` at the last time both were seen, or None.
+
+    The last sum that is not NaN or negative, as the server's ``>= 0`` filter keeps it;
+    :meth:`SliceChecks.total` then decides whether it is a size.
+    """
     if used is not None and free is not None:
         both, at_used, at_free = np.intersect1d(
             used.timestamps_ms, free.timestamps_ms, return_indices=True
         )
         sums = used.values[at_used] + free.values[at_free]
-        valid = ~np.isnan(sums)
+        with np.errstate(invalid="ignore"):
+            valid = sums >= 0
         if both.size and bool(valid.any()):
             return float(sums[valid][-1]) * MIB
-    return profile_bytes(model, profile)
+    return None

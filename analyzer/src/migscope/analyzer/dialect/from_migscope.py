@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 
+from migscope.analyzer.dialect.checks import SliceChecks
 from migscope.analyzer.dialect.grouping import first_seen, holders, latest
 from migscope.analyzer.dialect.identity import (
     SliceId,
@@ -19,7 +20,6 @@ from migscope.analyzer.dialect.identity import (
     node_of,
     parse_int,
     pod_of,
-    profile_bytes,
 )
 from migscope.analyzer.dialect.names import (
     GPU_INFO,
@@ -33,6 +33,7 @@ from migscope.analyzer.dialect.names import (
 from migscope.analyzer.model import SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
 from migscope.analyzer.stats import SliceSeries, TimeSeries
+from migscope.analyzer.stats.quality import Kind
 from migscope.core.catalogue import GpuModel
 
 __all__ = ["migscope_slices"]
@@ -60,9 +61,11 @@ def _by_key(items: Iterable[Series], default_node: str) -> dict[SliceId, list[Se
 def migscope_slices(
     series: SeriesSet, default_node: str
 ) -> tuple[Iterator[SliceSeries], list[str]]:
-    """The slices of migscope's series, oldest instance of a key first, and notes (none).
+    """The slices of migscope's series, oldest instance of a key first, and notes.
 
-    The slices are built lazily; grouping happens at once.
+    The slices are built lazily; grouping and the data-quality checks
+    (:class:`~migscope.analyzer.dialect.checks.SliceChecks`) happen at once, and the notes
+    are theirs: one per kind of out-of-range number found.
 
     Args:
         series: The series read (``migscope_mig_info`` and the per-slice families).
@@ -81,6 +84,36 @@ def migscope_slices(
             gpu.labels.get("model"), gpu.labels.get("name")
         )
     order = sorted(info, key=lambda k: (k[0], first_seen(info[k]), k[1]))
+    checks = SliceChecks(
+        series.source,
+        {
+            Kind.ACTIVITY_DROPPED: MIG_ACTIVITY,
+            Kind.ACTIVITY_CLAMPED: MIG_ACTIVITY,
+            Kind.MEMORY_DROPPED: MIG_MEMORY_USED,
+            Kind.MEMORY_ABOVE_TOTAL: MIG_MEMORY_USED,
+            Kind.TOTAL_IGNORED: MIG_MEMORY_TOTAL,
+            Kind.ENERGY_UNKNOWN: MIG_ENERGY,
+        },
+    )
+    # The checks run now, over every slice, so that their notes come with the slices.
+    totals: dict[SliceId, float | None] = {}
+    for ident in order:
+        current = latest(info[ident])
+        if current is None:
+            continue
+        key = ident[0]
+        model = models.get((key.node, key.gpu_uuid))
+        measured = TimeSeries.concat(s.samples for s in total.get(ident, ()))
+        totals[ident] = checks.total(
+            ident,
+            measured.last_value() if measured is not None else None,
+            model,
+            current.labels.get("profile", ""),
+        )
+        activity[ident] = checks.activity(ident, activity.get(ident, ()))
+        used[ident] = checks.memory(ident, used.get(ident, ()))
+        checks.above_total(ident, used[ident], totals[ident])
+        checks.energy(ident, energy.get(ident, ()))
 
     def build() -> Iterator[SliceSeries]:
         for ident in order:
@@ -88,18 +121,12 @@ def migscope_slices(
             if current is None:
                 continue
             key = ident[0]
-            labels = current.labels
             model = models.get((key.node, key.gpu_uuid))
-            profile = labels.get("profile", "")
-            measured_total = TimeSeries.concat(s.samples for s in total.get(ident, ()))
-            memory_total = measured_total.last_value() if measured_total is not None else None
             yield SliceSeries(
-                info=migscope_slice_info(ident, labels, model),
+                info=migscope_slice_info(ident, current.labels, model),
                 activity=TimeSeries.concat(s.samples for s in activity.get(ident, ())),
                 memory_used=TimeSeries.concat(s.samples for s in used.get(ident, ())),
-                memory_total_bytes=(
-                    memory_total if memory_total is not None else profile_bytes(model, profile)
-                ),
+                memory_total_bytes=totals[ident],
                 holders=holders(
                     (owner, s.samples)
                     for s in pods.get(ident, ())
@@ -108,4 +135,4 @@ def migscope_slices(
                 energy=tuple(s.samples for s in energy.get(ident, ())),
             )
 
-    return build(), []
+    return build(), checks.notes()

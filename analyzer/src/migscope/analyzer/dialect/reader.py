@@ -25,7 +25,9 @@ class SliceReader(Iterator[SliceSeries]):
     Attributes:
         dialect: The dialect read.
         notes: One sentence per thing left out or guessed (series without a usable id,
-            slices seen only through the presence family); put them in the report's notes.
+            slices seen only through the presence family) and one per kind of number held
+            to its range (:mod:`migscope.analyzer.stats.quality`); put them in the report's
+            notes.
     """
 
     def __init__(self, dialect: Dialect, items: Iterator[SliceSeries], notes: Sequence[str]):

@@ -2,16 +2,30 @@
 
 Columns are flat and stable (the JSON report's slice fields, evidence flattened to the
 numbers people sort by); unknown numbers are empty cells, never 0.
+
+Text cells come from Prometheus labels (node, namespace, pod...), which may hold anything,
+and a spreadsheet runs a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a CR as a
+formula (CSV injection). Such a text cell is written with a ``'`` in front
+(:func:`neutralise`), the usual defence, which a spreadsheet shows as text; numbers are
+never touched, so ``-0.5`` stays a number. A script reading the CSV sees the ``'``: the JSON
+report has the names as they are.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from typing import TypeVar
 
 from migscope.analyzer.result import AnalysisResult
 
-__all__ = ["CSV_COLUMNS", "render_csv"]
+__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "neutralise", "render_csv"]
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""First characters a spreadsheet may read as a formula (with their full-width forms, which
+some spreadsheets fold to the ASCII ones)."""
+
+_T = TypeVar("_T")
 
 CSV_COLUMNS = (
     "node",
@@ -43,15 +57,38 @@ CSV_COLUMNS = (
 """The CSV header, in order."""
 
 
+def neutralise(value: _T) -> _T | str:
+    """A text cell that a spreadsheet cannot run as a formula; anything else as it is.
+
+    Args:
+        value: A cell's value.
+
+    Returns:
+        ``'`` + ``value`` for a string starting with one of :data:`FORMULA_STARTS`, else
+        ``value`` (numbers, booleans and None unchanged).
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def render_csv(result: AnalysisResult) -> str:
-    """One row per slice (history-only slices included, ``current`` says which)."""
+    r"""One row per slice (history-only slices included, ``current`` says which).
+
+    Text cells are neutralised (:func:`neutralise`). The csv module quotes a cell holding a
+    ``\n`` but not one holding a lone ``\r``, which readers take for the end of the row,
+    so a row with one has all its text cells quoted.
+    """
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    quoting = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(CSV_COLUMNS)
     for item in result.slices:
         row = item.to_dict()
         evidence = row["evidence"]
         assert isinstance(evidence, dict)
         merged = {**evidence, **row}
-        writer.writerow(["" if merged.get(c) is None else merged.get(c) for c in CSV_COLUMNS])
+        cells = ["" if merged.get(c) is None else neutralise(merged.get(c)) for c in CSV_COLUMNS]
+        carriage = any(isinstance(c, str) and "\r" in c for c in cells)
+        (quoting if carriage else writer).writerow(cells)
     return out.getvalue()

@@ -4,10 +4,16 @@ Summary first (how much is wasted, what the plan frees), then the idle slices wi
 holding them (the people to talk to), waste per namespace, the per-node recommendations,
 and the mig-parted config to apply. It renders from the validated report contract
 (:class:`~migscope.core.spec.v1.ReportV1`), so everything in it is also in the JSON report.
+
+Names reach the report from Prometheus labels (node, namespace, pod, profile, pool), which
+may hold any text, so every such value goes through :func:`_cell` wherever it is written:
+a ``|`` would split a table row into extra columns, a line break would end the row (or a
+heading) early, and ``<`` would open raw HTML.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from migscope.analyzer.safety import History
@@ -29,8 +35,20 @@ def _gpu_h(value: float | None) -> str:
     return f"{value:.1f}" if value is not None else "n/a"
 
 
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""Whatever a renderer or an editor may take for the end of a line."""
+
+
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    r"""``text`` as one line of Markdown that keeps a table row's columns.
+
+    Backslashes are doubled first (a name's own ``\`` then shows as written, and no
+    renderer can pair it with the escape of a pipe after it), ``|`` becomes ``\|`` (GFM's
+    escaped pipe, shown as ``|``), ``<`` becomes ``\<`` (no raw HTML), and every line
+    break a space.
+    """
+    escaped = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<")
+    return _LINE_BREAK.sub(" ", escaped)
 
 
 def _who(s: SliceV1) -> str:
@@ -40,7 +58,7 @@ def _who(s: SliceV1) -> str:
 
 def _slice_row(s: SliceV1) -> str:
     return (
-        f"| {s.node} | {s.gpu} | {s.gpu_instance_id} | {s.profile} "
+        f"| {_cell(s.node)} | {s.gpu} | {s.gpu_instance_id} | {_cell(s.profile)} "
         f"| {_cell(_who(s))} | {_pct(s.evidence.get('activity_p95'))} "
         f"| {_gib(s.evidence.get('memory_p95_bytes'))} | {s.confidence:.2f} |"
     )
@@ -105,8 +123,9 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
             "|---|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {s.node} | {s.gpu} | {s.gpu_instance_id} | {s.profile} | {s.status} | "
-            f"{s.demand_profile or '—'} | {_cell(_who(s))} | {_cell(s.reason)} |"
+            f"| {_cell(s.node)} | {s.gpu} | {s.gpu_instance_id} | {_cell(s.profile)} | "
+            f"{s.status} | {_cell(s.demand_profile or '—')} | {_cell(_who(s))} | "
+            f"{_cell(s.reason)} |"
             for s in sized
         ]
     else:
@@ -134,24 +153,26 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
         lines.append("No layout change needed.")
     for rec in recs:
         flag = " (disruptive: drain first)" if rec.disruptive else ""
-        lines += [f"### {rec.node} → `{rec.mig_config}`{flag}", ""]
+        lines += [f"### {_cell(rec.node)} → {_code(rec.mig_config)}{flag}", ""]
         lines += ["| GPU | current | proposed | re-created |", "|---|---|---|---|"]
         recreated = set(rec.gpus_recreated)
         for cur, new in zip(rec.current, rec.proposed, strict=True):
             again = "yes: every instance" if cur.gpu in recreated else "no"
             lines.append(f"| {cur.gpu} | {_layout(cur)} | {_layout(new)} | {again} |")
         if rec.pods_to_move:
-            lines += ["", f"Pods that lose their device: {', '.join(rec.pods_to_move)}."]
+            pods = ", ".join(_cell(p) for p in rec.pods_to_move)
+            lines += ["", f"Pods that lose their device: {pods}."]
         lines.append("")
     lines += ["## Pools", ""]
     lines += ["| pool | GPUs | demand | plan | solver |", "|---|---|---|---|---|"]
     for pool in report.pools:
-        demand = ", ".join(f"{k}×{v}" for k, v in pool["demand"]["total"].items()) or "none"
+        demand = ", ".join(f"{_cell(k)}×{v}" for k, v in pool["demand"]["total"].items())
         solve = pool["solve"]
         lines.append(
-            f"| {pool['pool']} | {pool['gpus']} | {demand} | {pool['plan']['gpus_used']} used, "
+            f"| {_cell(pool['pool'])} | {pool['gpus']} | {demand or 'none'} | "
+            f"{pool['plan']['gpus_used']} used, "
             f"{pool['plan']['gpus_free']} free (bound {pool['lower_bound']['gpus']}) | "
-            f"{solve['status']}, gap {solve['gap']} |"
+            f"{_cell(solve['status'])}, gap {solve['gap']} |"
         )
     lines += _replay_lines(report.pools, report.what_if)
     if report.mig_parted_config is not None:
@@ -188,15 +209,28 @@ def _replay_lines(all_pools: list[dict[str, Any]], what_if: dict[str, Any] | Non
         ]
         last = replays[names[-1]]
         short = ", ".join(
-            f"{p['profile']} peak {p['unmet_peak']:g} in {p['hours_short']} h"
+            f"{_cell(p['profile'])} peak {p['unmet_peak']:g} in {p['hours_short']} h"
             for p in last["profiles"]
             if p["hours_short"]
         )
-        lines.append(f"| {pool['pool']} | " + " | ".join(cells) + f" | {short or '-'} |")
+        lines.append(f"| {_cell(pool['pool'])} | " + " | ".join(cells) + f" | {short or '-'} |")
     if what_if:
         configs = ", ".join(f"{k}={v}" for k, v in what_if["configs"].items())
-        lines += ["", f"What-if layout: `{configs}`."]
+        lines += ["", f"What-if layout: {_code(configs)}."]
     return lines
+
+
+def _code(text: str) -> str:
+    """``text`` as a one-line code span (backticks included) that no backtick in it can end.
+
+    The fence is one backtick longer than the longest run inside (CommonMark's rule), padded
+    with spaces when the text starts or ends with one.
+    """
+    flat = _LINE_BREAK.sub(" ", text)
+    runs = re.findall(r"`+", flat)
+    fence = "`" * (max((len(r) for r in runs), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def _layout(entry: GpuLayoutV1) -> str:
@@ -204,4 +238,4 @@ def _layout(entry: GpuLayoutV1) -> str:
         return "MIG disabled"
     if not entry.layout:
         return "empty"
-    return " + ".join(f"{n}×{c}" if c != 1 else str(n) for n, c in entry.layout.items())
+    return " + ".join(_cell(f"{n}×{c}" if c != 1 else n) for n, c in entry.layout.items())

@@ -22,8 +22,9 @@ Checked against a real Prometheus 2.42 (quantiles and ``increase`` equal to the 
 and VictoriaMetrics 1.79 (quantiles equal to the 12 significant digits it stores).
 
 PromQL equivalents, for a window ``W`` ending at ``end`` (one slice's series selected by
-``gpu_uuid``/``gpu_instance_id``; the embedded source ignores NaN samples, so the server
-queries should drop them too, e.g. with ``(x >= 0)``):
+``gpu_uuid``/``gpu_instance_id``; the embedded source ignores NaN samples and holds the
+others to their ranges (:mod:`.quality`), so the server queries drop and clamp the same way,
+``clamp_max(x >= 0 < Inf, 1)`` for activity):
 
 ==================== =====================================================================
 field                PromQL at ``end``
@@ -52,6 +53,8 @@ The modules, each one job:
 - :mod:`.promql`: PromQL's ``quantile_over_time`` and ``increase()``, copied exactly.
 - :mod:`.hourly`: the per-hour buckets of activity and allocation.
 - :mod:`.window`: :func:`slice_stats`, one slice's summary of a window, built from the above.
+- :mod:`.quality`: the range each number read must lie in, what becomes of one outside it
+  (dropped or clamped), and the report's one note per kind, shared with both sources.
 """
 
 from __future__ import annotations

@@ -16,6 +16,14 @@ import numpy as np
 from migscope.analyzer.model import Owner, SliceStats
 from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets, hourly_use
 from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
+from migscope.analyzer.stats.quality import (
+    bad_counter,
+    cap,
+    clean_activity,
+    clean_memory,
+    finite,
+    usable_total,
+)
 from migscope.analyzer.stats.series import (
     Int64Array,
     RangeSemantics,
@@ -63,6 +71,11 @@ def slice_stats(
         period: Bucket length of :attr:`SliceStats.hourly` (None: no buckets); buckets are
             only made when :func:`hourly_buckets` says the window allows them.
 
+    The numbers read are held to their ranges first (:mod:`.quality`: infinite or negative
+    activity and memory are missing, activity above 1 is 1, memory statistics are capped at
+    a usable total, an energy counter with a bad sample in the window gives no energy), as
+    the dialect readers and the server's queries do.
+
     Returns:
         The statistics; numbers the samples cannot give are None, never zero.
 
@@ -86,8 +99,11 @@ def slice_stats(
         # prometheus2 window's start lands in the oldest one rather than one more.
         return np.unique(np.minimum((end_ms - stamps) // step_ms, expected - 1))
 
-    activity = in_window(series.activity)
-    memory = in_window(series.memory_used)
+    # The readers cleaned their series already; a source that built its own gets the same.
+    activity_all = None if series.activity is None else clean_activity(series.activity).series
+    used = None if series.memory_used is None else clean_memory(series.memory_used).series
+    activity, memory = in_window(activity_all), in_window(used)
+    total = series.memory_total_bytes if usable_total(series.memory_total_bytes) else None
     observed = np.union1d(activity.timestamps_ms, memory.timestamps_ms)
     observed_buckets = buckets(observed)
 
@@ -117,12 +133,16 @@ def slice_stats(
         if (inc := prometheus_increase(counter, start=start, end=end, semantics=semantics))
         is not None
     ]
+    if any(
+        bad_counter(c.between(start_ms, end_ms, semantics=semantics).values) for c in series.energy
+    ):
+        increases = []  # a bad sample in the window: no increase can be trusted
     act_p50, act_p95, act_max = _quantiles(activity)
     _, mem_p95, mem_peak = _quantiles(memory)
     n_buckets = hourly_buckets(start, end, step, period) if period else None
     hourly = (
         hourly_use(
-            series.activity,
+            activity_all,
             series.holders.values(),
             end_ms=end_ms,
             step_ms=step_ms,
@@ -142,12 +162,12 @@ def slice_stats(
         activity_p50=act_p50,
         activity_p95=act_p95,
         activity_max=act_max,
-        memory_peak_bytes=mem_peak,
-        memory_p95_bytes=mem_p95,
-        memory_total_bytes=series.memory_total_bytes,
+        memory_peak_bytes=cap(mem_peak, total),
+        memory_p95_bytes=cap(mem_p95, total),
+        memory_total_bytes=total,
         allocated_fraction=held.size / seen if seen else 0.0,
         owners=owners,
-        energy_joules=sum(increases) if increases else None,
+        energy_joules=finite(sum(increases)) if increases else None,
         hourly=hourly,
         # The end of the step interval holding the newest sample, as the server reports it.
         last_seen=(end_ms - int(observed_buckets.min()) * step_ms) / 1000.0

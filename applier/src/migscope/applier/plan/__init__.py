@@ -4,7 +4,8 @@
 may be applied (provenance: not simulated, not stale, of known origin);
 :mod:`~migscope.applier.plan.contract` reads the files through the report contract
 (:mod:`migscope.core.spec.v1`); :mod:`~migscope.applier.plan.read` builds the plan from them
-and re-checks every change against the safety contract.
+and re-checks every change against the safety contract; :mod:`~migscope.applier.plan.validate`
+refuses a plan whose configs or layouts the MIG catalogue says cannot be built.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from migscope.applier.plan.model import (
     format_age,
 )
 from migscope.applier.plan.read import MIG_PARTED_FILE, NO_EVIDENCE, load_plan, plan_from_report
+from migscope.applier.plan.validate import MAX_GPUS_PER_NODE
 
 __all__ = [
     "DEFAULT_MAX_PLAN_AGE_S",
     "FUTURE_SLACK_S",
+    "MAX_GPUS_PER_NODE",
     "MIG_PARTED_FILE",
     "NO_EVIDENCE",
     "ApplyPlan",

@@ -71,6 +71,8 @@ class ProvenanceView(BaseModel):
 class RecommendationView(BaseModel):
     """:class:`~migscope.core.spec.v1.RecommendationV1`: what a node change needs.
 
+    ``model`` (the catalogue key of the node's GPUs) is what its config and layouts are
+    checked on; without it they are checked on every catalogued model they can reach.
     ``slices`` and ``gpus_recreated`` are not read here: the safety re-check
     (:func:`migscope.core.disruption.violations`) reads them from the file as written and
     reports a malformed or missing entry as a violation of that node, not of the plan.
@@ -78,6 +80,7 @@ class RecommendationView(BaseModel):
 
     model_config = RecommendationV1.model_config
     node: str
+    model: str | None = None
     mig_config: str
     current: list[GpuLayoutV1] = []
     proposed: list[GpuLayoutV1] = []

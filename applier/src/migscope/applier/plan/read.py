@@ -10,9 +10,11 @@ be re-checked against the safety contract and are never applied (:data:`NO_EVIDE
 Both are read through the report contract (:mod:`~migscope.applier.plan.contract`, views of
 :mod:`migscope.core.spec.v1`); what the types cannot say is checked here: the named config
 exists, a node appears once, counts are not negative, the provenance states an origin and a
-time. Every recommendation is re-checked against the safety contract on the file's own data
-(:func:`migscope.core.disruption.violations`); a node that breaks it is kept in the plan,
-marked ``unsafe``, and skipped by the applier with the reason.
+time; and every config the plan names and every layout is checked against the MIG catalogue
+(:mod:`~migscope.applier.plan.validate`): a plan failing that is refused whole, before any
+caller contacts the cluster. Every recommendation is re-checked against the safety contract
+on the file's own data (:func:`migscope.core.disruption.violations`); a node that breaks it
+is kept in the plan, marked ``unsafe``, and skipped by the applier with the reason.
 
 Both files carry a ``provenance`` object (where the data came from, whether it was
 simulated, when the plan was made). A provenance that is there but unreadable is an error
@@ -39,6 +41,7 @@ from migscope.applier.plan.contract import (
     validate_view,
 )
 from migscope.applier.plan.model import ApplyPlan, GpuChange, NodeChange, PlanError, Provenance
+from migscope.applier.plan.validate import check_config_named, check_layouts, model_named
 from migscope.core.disruption import violations
 from migscope.core.migparted import ConfigError, MigPartedConfig, parse_config
 from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, SCHEMA_VERSION, GpuLayoutV1
@@ -119,12 +122,27 @@ def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
         first = str(exc).splitlines()[0]
         raise PlanError(f"{source}: mig_parted_config is invalid: {first}") from exc
     as_written: Sequence[Mapping[str, Any]] = data["recommendations"]
-    nodes = [
-        _node_change(rec, as_written[k], f"{source}: recommendations[{k}]", config)
-        for k, rec in enumerate(report.recommendations)
-    ]
+    nodes = []
+    for k, rec in enumerate(report.recommendations):
+        nodes.append(_node_change(rec, as_written[k], f"{source}: recommendations[{k}]", config))
+        _check_on_catalogue(rec, config, source, f"recommendations[{k}] ({_shown(rec.node)})")
     _no_duplicates(nodes, source)
     return ApplyPlan(source, tuple(nodes), config, provenance)
+
+
+def _check_on_catalogue(
+    rec: RecommendationView, config: MigPartedConfig, source: str, where: str
+) -> None:
+    """Refuse the plan unless the recommendation's config and layouts fit its GPU model."""
+    model = model_named(rec.model, source, where)
+    check_config_named(config, rec.mig_config, model, source, where)
+    check_layouts(rec.current, model, source, f"{where}.current", placeable=False)
+    check_layouts(rec.proposed, model, source, f"{where}.proposed", placeable=True)
+
+
+def _shown(name: str) -> str:
+    """A name from the file as a message shows it: as is, or quoted when it would break the line."""
+    return name if name.isprintable() else repr(name)
 
 
 def _node_change(
@@ -188,6 +206,10 @@ def _from_node_plan(data: Mapping[str, Any], path: Path) -> ApplyPlan:
             raise PlanError(
                 f"{path}: nodes[{k}]: mig_config {entry.mig_config!r} is not in {beside.name}"
             )
+        # No model in a node plan: checked on every catalogued model the config can reach.
+        check_config_named(
+            config, entry.mig_config, None, str(path), f"nodes[{k}] ({_shown(entry.node)})"
+        )
         nodes.append(
             NodeChange(
                 node=entry.node,

@@ -19,13 +19,16 @@ from migscope.exporter.http.auth import (
     BasicAuthMiddleware,
     Verify,
 )
+from migscope.exporter.http.limits import DEFAULT_LIMITS, ConnectionLimits
 from migscope.exporter.http.server import ExporterServer, parse_listen_address, protect
 from migscope.exporter.http.webconfig import WebConfig, WebConfigError, load_web_config
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "DEFAULT_PUBLIC_PATHS",
     "BasicAuthChecker",
     "BasicAuthMiddleware",
+    "ConnectionLimits",
     "ExporterApp",
     "ExporterServer",
     "HeadersMiddleware",

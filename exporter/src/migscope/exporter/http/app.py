@@ -2,7 +2,9 @@
 
 ``/metrics`` is rendered by prometheus_client's own WSGI app, so content negotiation
 (text 0.0.4 or OpenMetrics), gzip and ``name[]`` filtering behave exactly as in every other
-Python exporter. Around it this module adds what the design guide asks of a node agent:
+Python exporter (filtering needs a registry that knows its collectors' names, or one built
+with ``support_collectors_without_names=True``, as the exporter's is). Around it this
+module adds what the design guide asks of a node agent:
 
 * Bounded concurrency. At most ``max_concurrent_scrapes`` renders run at once; a request
   that cannot get a slot within ``scrape_wait_seconds`` gets ``503 too many concurrent
@@ -25,6 +27,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
@@ -195,9 +198,11 @@ def _fast_path_ok(environ: WSGIEnvironment) -> bool:
     """Whether the text-format fast path answers this request as the registry would.
 
     It does unless the client filters by ``name[]`` or refuses ``text/plain`` outright
-    (Prometheus lists ``text/plain;version=0.0.4`` in every Accept header it sends).
+    (Prometheus lists ``text/plain;version=0.0.4`` in every Accept header it sends). The
+    query is decoded as prometheus_client decodes it: Prometheus' scrape ``params`` arrive
+    URL-encoded (``name%5B%5D=...``), and the filter must apply to that spelling too.
     """
-    if "name[]" in environ.get("QUERY_STRING", ""):
+    if "name[]" in parse_qs(environ.get("QUERY_STRING", "")):
         return False
     accept = environ.get("HTTP_ACCEPT", "")
     return not accept or "text/plain" in accept or "*/*" in accept

@@ -1,24 +1,38 @@
-"""HTTP basic authentication against bcrypt hashes, cheap enough for every scrape.
+"""HTTP basic authentication against bcrypt hashes, cheap for scrapes, bounded for guesses.
 
-bcrypt is slow on purpose (about 70–100 ms at cost 10), and Prometheus sends the same
-credentials on every scrape, sometimes from two HA replicas and several targets' worth of
-concurrency. So, as the exporter-toolkit does, a verification that succeeded is remembered:
-the next request with the same user, hash and password costs one HMAC, not one bcrypt.
+bcrypt is slow on purpose (about 70–100 ms at cost 10, doubling with each cost step), and
+Prometheus sends the same credentials on every scrape, sometimes from two HA replicas and
+several targets' worth of concurrency. So, as the exporter-toolkit does, a verification that
+succeeded is remembered: the next request with the same user, hash and password costs one
+HMAC, not one bcrypt.
 
 What is remembered, and what is not:
 
-* Only successes. A wrong password is re-checked with full bcrypt cost every time, so the
-  cache never speeds up guessing.
-* The cache key is an HMAC of (user, hash, password) under a random per-process key, never
-  the password: a memory dump yields nothing that can be brute-forced offline faster than
-  the bcrypt hashes already in the config file.
-* Its size is bounded (least recently used entries go first).
+* Successes, as an HMAC of (user, hash, password) under a random per-process key, never the
+  password: a memory dump yields nothing that can be brute-forced offline faster than the
+  bcrypt hashes already in the config file. The cache is bounded (least recently used go).
+* A wrong password is re-checked with full bcrypt cost whenever a check slot is free, so
+  the cache never speeds up guessing.
+
+What bounds the work of wrong passwords (issue 12: 30 clients with a wrong password pushed
+good scrapes to seconds and ``/healthz`` with them, because every worker thread of the
+server queued behind one bcrypt lock):
+
+* At most :data:`MAX_CONCURRENT_CHECKS` bcrypt checks run at once. A request that needs a
+  check when every slot is taken is answered "wrong" (401) at once, without waiting and
+  without bcrypt, so guesses hold at most that many of the server's workers; the others
+  keep serving cached scrapes and ``/healthz`` (which needs no credentials at all). The
+  refusals are counted and logged at most once per :data:`BUSY_LOG_INTERVAL`.
+* Concurrent first logins with the same credentials cost one bcrypt: requests whose check
+  is already running wait for its result instead of taking a slot. A pair already known to
+  be wrong (a scraper still sending an old password) never waits that way: while its check
+  runs, its repeats are answered 401 at once.
+* :data:`MAX_BCRYPT_COST` caps the cost of the hashes (the web-config loader refuses more, and
+  so does this class): one check at cost 31 takes days, and the dummy hash made at start
+  would keep the exporter from ever opening its port.
 
 Unknown users are checked against a dummy hash of the same cost as the real ones, so the
-response time does not reveal which user names exist. All bcrypt work runs one at a time
-behind a lock: a flood of wrong passwords can use one core, not all of them, and 200
-concurrent first requests with the right password cost one bcrypt (the others find the
-result cached when they get the lock).
+response time does not reveal which user names exist.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -41,10 +56,14 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 __all__ = [
+    "BUSY_LOG_INTERVAL",
     "DEFAULT_PUBLIC_PATHS",
+    "MAX_BCRYPT_COST",
+    "MAX_CONCURRENT_CHECKS",
     "BasicAuthChecker",
     "BasicAuthMiddleware",
     "Verify",
+    "bcrypt_cost",
     "parse_basic_authorization",
 ]
 
@@ -56,7 +75,35 @@ Verify = Callable[[bytes, bytes], bool]
 DEFAULT_PUBLIC_PATHS: frozenset[str] = frozenset({"/healthz"})
 """Paths served without credentials: liveness probes cannot easily send any (docs/http.md)."""
 
+MAX_BCRYPT_COST = 14
+"""The highest bcrypt cost accepted: one check takes about 1–1.5 s on a server core."""
+
+MAX_CONCURRENT_CHECKS = 2
+"""bcrypt checks allowed at once; with the server's 8 workers, 6 stay free for scrapes."""
+
+BUSY_LOG_INTERVAL = 10.0
+"""Seconds between two log lines about requests refused because every slot was busy."""
+
+_FAILED_KEYS = 1024
+"""How many pairs known to be wrong are remembered (only to keep their repeats from waiting)."""
+
 _COST = re.compile(rb"^\$2[abxy]\$(\d\d)\$")
+
+
+def bcrypt_cost(hashed: str | bytes) -> int | None:
+    """The cost of a bcrypt hash (``$2b$10$...`` → 10), or None if it is not one."""
+    match = _COST.match(hashed.encode("ascii", "replace") if isinstance(hashed, str) else hashed)
+    return int(match.group(1)) if match else None
+
+
+class _Pending:
+    """A bcrypt check in progress, which identical requests wait for instead of repeating."""
+
+    __slots__ = ("done", "ok")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.ok = False
 
 
 class BasicAuthChecker:
@@ -71,6 +118,7 @@ class BasicAuthChecker:
         *,
         verify: Verify = bcrypt.checkpw,
         cache_size: int = 1024,
+        max_concurrent_checks: int = MAX_CONCURRENT_CHECKS,
     ) -> None:
         """Prepare the checker.
 
@@ -79,27 +127,57 @@ class BasicAuthChecker:
             verify: The bcrypt comparison; injectable so tests can count the expensive
                 calls without mocking the checker itself.
             cache_size: How many successful ``(user, password)`` pairs to remember.
+            max_concurrent_checks: bcrypt checks allowed at once; a request that needs one
+                while all are running is refused (401) without a check.
+
+        Raises:
+            ValueError: A size below its minimum, or a hash whose cost is above
+                :data:`MAX_BCRYPT_COST` (naming the user).
         """
         if cache_size < 0:
             raise ValueError(f"cache_size must be >= 0, got {cache_size}")
+        if max_concurrent_checks < 1:
+            raise ValueError(f"max_concurrent_checks must be >= 1, got {max_concurrent_checks}")
+        for user, hashed in users.items():
+            cost = bcrypt_cost(hashed)
+            if cost is not None and cost > MAX_BCRYPT_COST:
+                raise ValueError(
+                    f"user {user!r}: bcrypt cost {cost} is above {MAX_BCRYPT_COST}, "
+                    "the most migscope accepts"
+                )
         self._users = {user: hashed.encode("ascii") for user, hashed in users.items()}
         self._verify = verify
         self._cache_size = cache_size
         self._cache: OrderedDict[bytes, None] = OrderedDict()
-        self._cache_lock = threading.Lock()
-        self._verify_lock = threading.Lock()
+        self._failed: OrderedDict[bytes, None] = OrderedDict()
+        self._pending: dict[bytes, _Pending] = {}
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(max_concurrent_checks)
+        self._max_checks = max_concurrent_checks
+        self._refused_busy = 0
+        self._unlogged_busy = 0
+        self._busy_logged_at: float | None = None
         self._hmac_key = secrets.token_bytes(32)
         self._dummy = bcrypt.hashpw(
             secrets.token_bytes(16), bcrypt.gensalt(rounds=self._dummy_cost())
         )
 
+    @property
+    def refused_busy(self) -> int:
+        """Requests answered "wrong" without a check because every slot was busy."""
+        with self._lock:
+            return self._refused_busy
+
     def _dummy_cost(self) -> int:
         """The highest cost among the real hashes, so an unknown user takes as long."""
-        costs = [int(m.group(1)) for h in self._users.values() if (m := _COST.match(h))]
+        costs = [c for h in self._users.values() if (c := bcrypt_cost(h)) is not None]
         return max(costs, default=10)
 
     def check(self, user: str, password: bytes) -> bool:
         """True when ``password`` is the user's; constant bcrypt cost for unknown users.
+
+        Never waits for a free check slot: with every slot busy, a pair that is neither
+        cached nor being checked right now is refused at once.
 
         Args:
             user: The user name from the request.
@@ -107,17 +185,62 @@ class BasicAuthChecker:
         """
         hashed = self._users.get(user)
         key = self._cache_key(user, hashed, password)
-        if hashed is not None and self._cached(key):
-            return True
-        with self._verify_lock:
-            # Another thread may have verified the same pair while we waited.
-            if hashed is not None and self._cached(key):
+        with self._lock:
+            if hashed is not None and key in self._cache:
+                self._cache.move_to_end(key)
                 return True
+            pending = self._pending.get(key)
+            if pending is None:
+                if not self._slots.acquire(blocking=False):
+                    self._note_busy()
+                    return False
+                pending = self._pending[key] = _Pending()
+                wait_for_other = False
+            elif key in self._failed:
+                return False  # known wrong, and being checked again right now
+            else:
+                wait_for_other = True
+        if wait_for_other:
+            # The same pair is being checked by another request: its answer is ours.
+            pending.done.wait()
+            return pending.ok
+        return self._run_check(key, pending, password, hashed)
+
+    def _run_check(
+        self, key: bytes, pending: _Pending, password: bytes, hashed: bytes | None
+    ) -> bool:
+        ok = False
+        try:
             ok = self._safe_verify(password, hashed if hashed is not None else self._dummy)
-        if not ok or hashed is None:
-            return False
-        self._remember(key)
-        return True
+            ok = ok and hashed is not None
+        finally:
+            with self._lock:
+                del self._pending[key]
+                if ok:
+                    self._remember(self._cache, key, self._cache_size)
+                    self._failed.pop(key, None)
+                else:
+                    self._remember(self._failed, key, _FAILED_KEYS)
+            pending.ok = ok
+            pending.done.set()
+            self._slots.release()
+        return ok
+
+    def _note_busy(self) -> None:
+        """Count a refusal; log one line per :data:`BUSY_LOG_INTERVAL` (lock held)."""
+        self._refused_busy += 1
+        self._unlogged_busy += 1
+        now = time.monotonic()
+        if self._busy_logged_at is not None and now - self._busy_logged_at < BUSY_LOG_INTERVAL:
+            return
+        _log.warning(
+            "basic auth: refused %d request(s) without checking the password: all %d bcrypt "
+            "check slots are busy (many wrong passwords at once?)",
+            self._unlogged_busy,
+            self._max_checks,
+        )
+        self._busy_logged_at = now
+        self._unlogged_busy = 0
 
     def _safe_verify(self, password: bytes, hashed: bytes) -> bool:
         try:
@@ -134,21 +257,15 @@ class BasicAuthChecker:
             h.update(part)
         return h.digest()
 
-    def _cached(self, key: bytes) -> bool:
-        with self._cache_lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return True
-            return False
-
-    def _remember(self, key: bytes) -> None:
-        if self._cache_size == 0:
+    @staticmethod
+    def _remember(entries: OrderedDict[bytes, None], key: bytes, size: int) -> None:
+        """Add ``key`` as the most recent of ``entries``, keeping at most ``size`` (lock held)."""
+        if size == 0:
             return
-        with self._cache_lock:
-            self._cache[key] = None
-            self._cache.move_to_end(key)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        entries[key] = None
+        entries.move_to_end(key)
+        while len(entries) > size:
+            entries.popitem(last=False)
 
 
 def parse_basic_authorization(header: str | None) -> tuple[str, bytes] | None:

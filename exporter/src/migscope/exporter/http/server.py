@@ -1,23 +1,22 @@
 """The exporter's HTTP server: cheroot, hardened for a node agent that must not wedge.
 
 cheroot gives a bounded pool of worker threads, TLS through Python's :mod:`ssl` and a
-graceful stop, without an async framework. Three of its defaults do not suit an exporter
-that any pod on the node network can reach, so :class:`ExporterServer` changes them:
+graceful stop, without an async framework. Its defaults do not suit an exporter that any
+pod on the node network can reach, so :class:`ExporterServer` changes them:
 
-* **Idle connections do not hold workers.** cheroot hands a new connection to a worker
-  at once, and the worker blocks reading it; eight clients that connect and send nothing
-  would stall every scrape until the socket timeout. Here a new connection first waits in
-  cheroot's selector (as idle keep-alive connections do) and reaches a worker only once it
-  has sent something; if it never does, the selector closes it after ``socket_timeout``.
-* **The TLS handshake runs in a worker, not in the accept loop.** cheroot performs it in
-  the thread that accepts connections, so one client that opens a TCP connection to the
-  TLS port and stays silent stops all new connections for the socket timeout. Here the
-  socket is wrapped without handshaking, and the worker that reads the first request
-  performs the handshake under the same timeout.
+* **Workers only see whole requests.** cheroot hands a connection to a worker as soon as it
+  is readable and the worker blocks reading it; eight clients that drip bytes, or finish a
+  TLS handshake and say nothing, would stall every scrape. Here every connection waits in
+  :class:`.intake.Intake` (one thread, non-blocking sockets) through its TLS handshake and
+  until its request has fully arrived, under deadlines and a minimum rate
+  (:class:`.limits.ConnectionLimits`); only then does a worker get it.
+* **The TLS handshake runs in the intake, not in the accept loop.** cheroot performs it in
+  the thread that accepts connections, where one silent client stops all new connections.
 * **Limits.** Request headers are capped (16 KiB by default; cheroot's default is
-  unlimited), the accepted-connection queue is bounded, and every problem with a client
-  (bad request line, huge header, timeout, failed handshake) is one log line, never a
-  traceback.
+  unlimited), the queue of complete requests waiting for a worker is bounded, the
+  connections waiting for a request are bounded by shedding the one idle the longest, and
+  every problem with a client (bad request line, huge header, timeout, failed handshake) is
+  one log line, never a traceback (throttled when a client floods, see :mod:`.clientlog`).
 
 The web-config file, when given, supplies the TLS context, the basic-auth users (see
 :mod:`.auth`) and the extra response headers; :func:`protect` applies the last two to any
@@ -31,7 +30,6 @@ import math
 import queue
 import signal
 import socket
-import ssl
 import sys
 import threading
 from collections.abc import Collection, Iterable
@@ -40,11 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import bcrypt
 from cheroot import wsgi
-from cheroot.makefile import StreamReader, StreamWriter
-from cheroot.server import HTTPConnection, HTTPRequest
-from cheroot.ssl import Adapter
 
-from migscope.core.errors import one_line
 from migscope.exporter.http.app import HeadersMiddleware
 from migscope.exporter.http.auth import (
     DEFAULT_PUBLIC_PATHS,
@@ -52,6 +46,10 @@ from migscope.exporter.http.auth import (
     BasicAuthMiddleware,
     Verify,
 )
+from migscope.exporter.http.clientlog import Throttle, log_reason
+from migscope.exporter.http.connection import Connection, TLSAdapter
+from migscope.exporter.http.intake import Intake
+from migscope.exporter.http.limits import DEFAULT_LIMITS, ConnectionLimits
 from migscope.exporter.http.webconfig import WebConfig
 
 if TYPE_CHECKING:
@@ -64,6 +62,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_MAX_BODY_BYTES = 64 * 1024
 
 
 def parse_listen_address(listen: str) -> tuple[str, int]:
@@ -136,105 +136,15 @@ def protect(
     return wrapped
 
 
-def _peer(conn: Any) -> str:
-    """``addr:port`` of a cheroot connection, for log lines."""
-    addr = getattr(conn, "remote_addr", None) or "?"
-    port = getattr(conn, "remote_port", None)
-    return f"[{addr}]:{port}" if ":" in str(addr) else f"{addr}:{port}"
-
-
-def _log_reason(exc: BaseException) -> str:
-    """``exc`` for a connection's log line: OpenSSL's short reason, else class and message.
-
-    Not bare :func:`~migscope.core.errors.one_line`: a reset, a timeout and an SSL EOF often
-    carry the same text or none, so the class is what tells them apart.
-    """
-    reason = getattr(exc, "reason", None)
-    if isinstance(exc, ssl.SSLError) and reason:
-        return str(reason)
-    if not str(exc).strip():
-        return type(exc).__name__
-    return f"{type(exc).__name__}: {one_line(exc)}"
-
-
-_CLOSED_EARLY = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError)
-
-
-class _Request(HTTPRequest):
-    """cheroot's request, logging each error it answers (400, 408, 413, 414) in one line."""
-
-    def simple_response(self, status: Any, msg: str = "") -> None:
-        code = str(status)[:3]
-        if code[:1] in ("4", "5"):
-            detail = f" ({' '.join(str(msg).split())[:200]})" if msg else ""
-            _log.warning("answered %s to %s%s", status, _peer(self.conn), detail)
-        super().simple_response(status, msg)
-
-
-class _Connection(HTTPConnection):
-    """A cheroot connection that completes a pending TLS handshake in the worker thread."""
-
-    RequestHandlerClass = _Request
-    waited_in_selector = False
-    _tls_ready = False
-
-    def communicate(self) -> bool:
-        sock = self.socket
-        if isinstance(sock, ssl.SSLSocket) and not self._tls_ready:
-            try:
-                sock.do_handshake()
-            except _CLOSED_EARLY as exc:
-                # A TCP probe (kubelet tcpSocket, a load balancer) connects and closes
-                # without a word; that is routine, not worth a warning per probe period.
-                _log.debug("%s closed before the TLS handshake: %s", _peer(self), _log_reason(exc))
-                return False
-            except (ssl.SSLError, OSError) as exc:
-                if isinstance(exc, ssl.SSLError) and getattr(exc, "reason", "") == "HTTP_REQUEST":
-                    _log.warning("%s spoke plain HTTP to the HTTPS port", _peer(self))
-                else:
-                    _log.warning("TLS handshake with %s failed: %s", _peer(self), _log_reason(exc))
-                return False
-            self._tls_ready = True
-        return bool(super().communicate())  # type: ignore[no-untyped-call]
-
-
-class _TLSAdapter(Adapter):
-    """Wraps accepted sockets for TLS without handshaking (see the module docstring).
-
-    It carries a ready :class:`ssl.SSLContext` built from the web-config; cheroot's
-    builtin adapter would build its own from file names and cannot set client
-    verification or TLS versions.
-    """
-
-    def __init__(self, context: ssl.SSLContext) -> None:
-        # Adapter.__init__ only stores file names this adapter does not use.
-        self.certificate = self.private_key = self.certificate_chain = None
-        self.ciphers = None
-        self.private_key_password = None
-        self.context = context
-
-    def bind(self, sock: socket.socket) -> socket.socket:
-        return sock
-
-    def wrap(self, sock: socket.socket) -> tuple[ssl.SSLSocket, dict[str, str]]:
-        wrapped = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return wrapped, self.get_environ()
-
-    def get_environ(self) -> dict[str, str]:
-        return {"wsgi.url_scheme": "https", "HTTPS": "on"}
-
-    def makefile(self, sock: socket.socket, mode: str = "r", bufsize: int = -1) -> Any:
-        if bufsize < 0:
-            bufsize = 8192
-        return (
-            StreamReader(sock, mode, bufsize) if "r" in mode else StreamWriter(sock, mode, bufsize)
-        )
-
-
 class _Server(wsgi.Server):
-    """cheroot's WSGI server with idle-connection parking and one-line error logs."""
+    """cheroot's WSGI server whose connections go through the intake; one-line error logs."""
 
-    ConnectionClass = _Connection
+    ConnectionClass = Connection
+    intake_settings: dict[str, Any]
+    """Keyword arguments for the :class:`.intake.Intake` built in :meth:`prepare`."""
+    answer_log: Throttle | None = None
+    """Where workers log the errors they answer (see :class:`.connection.Request`)."""
+    _intake: Intake | None = None
 
     @staticmethod
     def bind_socket(socket_: socket.socket, bind_addr: Any) -> socket.socket:
@@ -247,27 +157,49 @@ class _Server(wsgi.Server):
             raise
         return bound
 
+    def prepare(self) -> None:
+        super().prepare()
+        self.answer_log = Throttle(_log, "error answers")
+        self._intake = Intake(self._dispatch, throttles=(self.answer_log,), **self.intake_settings)
+        self._intake.start()
+
     def process_conn(self, conn: Any) -> None:
-        if not getattr(conn, "waited_in_selector", True) and self.can_add_keepalive_connection:
-            # A brand-new connection: park it in the selector until it sends something.
-            conn.waited_in_selector = True
-            self.put_conn(conn)
-            return
-        conn.waited_in_selector = True
-        try:
-            self.requests.put(conn)
-        except queue.Full:
-            _log.warning(
-                "dropped a connection from %s: all workers busy and the queue is full",
-                _peer(conn),
-            )
+        # Called by cheroot's accept loop for each new connection (its selector holds no
+        # other connection: put_conn below sends idle keep-alive connections to the intake).
+        self._to_intake(conn, keepalive=False)
+
+    def put_conn(self, conn: Any) -> None:
+        if self.ready:
+            self._to_intake(conn, keepalive=True)
+        else:
             conn.close()
+
+    def _to_intake(self, conn: Any, *, keepalive: bool) -> None:
+        if self._intake is None:
+            conn.close()
+        else:
+            self._intake.add(conn, keepalive=keepalive)
+
+    def _dispatch(self, conn: Any) -> bool:
+        """Queue a connection whose request has arrived; False at once if the queue is full."""
+        try:
+            self.requests.put(conn)  # accepted_queue_timeout=0: never blocks the intake
+        except queue.Full:
+            return False
+        return True
+
+    def stop(self) -> None:
+        # The intake first: it closes the connections it holds and closes any added later,
+        # so nothing reaches the request queue after cheroot has told the workers to stop.
+        if self._intake is not None:
+            self._intake.stop()
+        super().stop()
 
     def error_log(self, msg: str = "", level: int = logging.INFO, traceback: bool = False) -> None:
         exc = sys.exc_info()[1] if traceback else None
         text = " ".join(str(msg).split())
         if exc is not None:
-            text = f"{text}: {_log_reason(exc)}"
+            text = f"{text}: {log_reason(exc)}"
         _log.log(level, "%s", text)
 
 
@@ -293,6 +225,7 @@ class ExporterServer:
         max_header_bytes: int = 16 * 1024,
         queue_size: int | None = None,
         backlog: int = 128,
+        limits: ConnectionLimits = DEFAULT_LIMITS,
     ) -> None:
         """Configure the server; nothing is bound until :meth:`start`.
 
@@ -305,12 +238,14 @@ class ExporterServer:
             threads: Worker threads, i.e. requests handled at once; keep it above the
                 app's scrape limit so ``/healthz`` answers while scrapes run.
             public_paths: Paths exempt from basic auth (not from TLS).
-            socket_timeout: Seconds a client may stay silent mid-request (and how long an
-                idle connection is kept).
+            socket_timeout: Seconds a client may stay silent mid-request, how long an
+                idle connection is kept, and the limit on each write of a response.
             shutdown_timeout: Default grace period for in-flight requests on stop.
             max_header_bytes: Largest request line plus headers; larger gets 413/414.
-            queue_size: Accepted connections waiting for a worker; default ``8 * threads``.
+            queue_size: Complete requests waiting for a worker; default ``8 * threads``.
             backlog: The kernel's queue of not yet accepted connections.
+            limits: Deadlines, minimum rate and connection limit for connections whose
+                request has not fully arrived (see :class:`.limits.ConnectionLimits`).
         """
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
@@ -325,6 +260,7 @@ class ExporterServer:
         self._max_header_bytes = max_header_bytes
         self._queue_size = queue_size if queue_size is not None else 8 * threads
         self._backlog = backlog
+        self._limits = limits
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
@@ -373,14 +309,19 @@ class ExporterServer:
                 timeout=self._socket_timeout,
                 shutdown_timeout=math.ceil(self._shutdown_timeout),
                 accepted_queue_size=self._queue_size,
-                accepted_queue_timeout=1,
+                accepted_queue_timeout=0,  # the intake must never wait for the queue
             )
             server.software = "migscope"
             server.max_request_header_size = self._max_header_bytes
-            server.max_request_body_size = 64 * 1024
-            server.keep_alive_conn_limit = 256
+            server.max_request_body_size = _MAX_BODY_BYTES
+            server.intake_settings = {
+                "limits": self._limits,
+                "idle_timeout": float(self._socket_timeout),
+                "max_head": self._max_header_bytes,
+                "max_body": _MAX_BODY_BYTES,
+            }
             if self._ssl_context is not None:
-                server.ssl_adapter = _TLSAdapter(self._ssl_context)
+                server.ssl_adapter = TLSAdapter(self._ssl_context)
             try:
                 server.prepare()
             except OSError as exc:
@@ -405,7 +346,7 @@ class ExporterServer:
         try:
             server.serve()
         except Exception as exc:
-            _log.error("HTTP server stopped: %s", _log_reason(exc))
+            _log.error("HTTP server stopped: %s", log_reason(exc))
 
     def stop(self, timeout: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish, and join the server's threads.

@@ -22,17 +22,32 @@ VictoriaMetrics 1.79 in ``tests/analyzer/test_prometheus_client.py``; see
   smaller;
 * VictoriaMetrics does not return NaN samples; Prometheus does. Both return ``+Inf``/``-Inf``.
 
-The package, one job a module: :mod:`.client` (the public calls), :mod:`.transport` (sending,
-authentication, timeouts, retries), :mod:`.envelope` (checking an answer against the API
-envelope), :mod:`.parsing` (its ``data`` into samples and series), :mod:`.chunks` (long range
-queries in pieces), :mod:`.timestamps`, :mod:`.results`, :mod:`.usage` and :mod:`.errors`.
+Limits (``docs/analyzer-sources.md``, "Limits"): every request, retries included, ends by one
+deadline however slowly the server sends, and every answer is read within
+:data:`DEFAULT_MAX_RESPONSE_BYTES` decoded bytes; secrets are never quoted in messages.
+
+The package, one job a module: :mod:`.client` (the public calls), :mod:`.connection` (the
+httpx client it is built on), :mod:`.transport` (sending, timeouts, retries), :mod:`.deadline`
+(one deadline per request), :mod:`.body` (reading an answer within the size limit),
+:mod:`.auth` (the bearer token and headers), :mod:`.envelope` (checking an answer against the
+API envelope), :mod:`.parsing` (its ``data`` into samples and series), :mod:`.chunks` (long
+range queries in pieces), :mod:`.timestamps`, :mod:`.results`, :mod:`.usage` and
+:mod:`.errors`.
 Log records of all of them go to the ``migscope.analyzer.sources.prometheus`` logger.
 """
 
 from __future__ import annotations
 
+from migscope.analyzer.sources.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
 from migscope.analyzer.sources.prometheus.chunks import MAX_POINTS_PER_SERIES
 from migscope.analyzer.sources.prometheus.client import PrometheusClient
+from migscope.analyzer.sources.prometheus.connection import (
+    CONNECT_TIMEOUT_SECONDS as CONNECT_TIMEOUT_SECONDS,
+)
+from migscope.analyzer.sources.prometheus.connection import DEFAULT_TIMEOUT
+from migscope.analyzer.sources.prometheus.connection import (
+    DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECONDS,
+)
 from migscope.analyzer.sources.prometheus.errors import (
     PrometheusError,
     PrometheusQueryError,
@@ -42,16 +57,10 @@ from migscope.analyzer.sources.prometheus.errors import (
 )
 from migscope.analyzer.sources.prometheus.results import QueryResult, QueryStats, Sample, Series
 from migscope.analyzer.sources.prometheus.timestamps import Timestamp
-from migscope.analyzer.sources.prometheus.transport import (
-    CONNECT_TIMEOUT_SECONDS as CONNECT_TIMEOUT_SECONDS,
-)
-from migscope.analyzer.sources.prometheus.transport import DEFAULT_TIMEOUT
-from migscope.analyzer.sources.prometheus.transport import (
-    DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECONDS,
-)
 from migscope.analyzer.sources.prometheus.usage import ClientUsage
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_TIMEOUT",
     "MAX_POINTS_PER_SERIES",
     "ClientUsage",

@@ -17,10 +17,19 @@ from typing import TypeVar
 import httpx
 
 from migscope.analyzer.sources.prometheus import parsing
+from migscope.analyzer.sources.prometheus.auth import BearerToken
+from migscope.analyzer.sources.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
 from migscope.analyzer.sources.prometheus.chunks import (
     MAX_POINTS_PER_SERIES,
     ChunkMerger,
     chunk_bounds,
+)
+from migscope.analyzer.sources.prometheus.connection import (
+    DEFAULT_TIMEOUT,
+    api_base,
+    checked_options,
+    make_http_client,
+    request_timeout,
 )
 from migscope.analyzer.sources.prometheus.envelope import Envelope
 from migscope.analyzer.sources.prometheus.errors import QUERY_IN_MESSAGE, clip
@@ -32,13 +41,7 @@ from migscope.analyzer.sources.prometheus.timestamps import (
     range_millis,
     to_millis,
 )
-from migscope.analyzer.sources.prometheus.transport import (
-    DEFAULT_TIMEOUT,
-    ApiTransport,
-    api_base,
-    make_http_client,
-    request_timeout,
-)
+from migscope.analyzer.sources.prometheus.transport import ApiTransport
 from migscope.analyzer.sources.prometheus.usage import ClientUsage, UsageTally
 from migscope.analyzer.sources.promql import LABEL_NAME_RE
 
@@ -69,6 +72,10 @@ class PrometheusClient:
     ``Retry-After`` header sets the wait instead, and one longer than ``max_backoff`` ends the
     retries. Bad PromQL (400/422), auth failures and read timeouts are never retried.
 
+    Limits: a request ends by its deadline (``timeout``), retries included, however slowly the
+    server sends (:class:`PrometheusTimeout`); an answer past ``max_response_bytes`` decoded
+    stops there as it streams in (:class:`PrometheusResponseError`).
+
     The client is thread-safe (one httpx connection pool); close it, or use it as a context
     manager.
 
@@ -85,18 +92,21 @@ class PrometheusClient:
             Mimir/Cortex tenants.
         params: Extra query parameters on every request, e.g. ``{"dedup": "true"}`` for Thanos
             or ``{"nocache": "1"}`` for VictoriaMetrics.
-        timeout: httpx timeout, or seconds per request (connecting: at most 5 of them).
+        timeout: Seconds per request, retries included (connecting: at most 5 of them), or an
+            httpx timeout (the deadline is then its longest limit).
         retries: Retries after the first attempt (0 disables retrying).
         backoff: First retry delay in seconds.
         max_backoff: Longest single wait, and the longest ``Retry-After`` honoured.
         stats: Ask for ``stats=all`` so results carry the server's timings.
+        max_response_bytes: The most decoded bytes one answer may have (256 MiB).
         trust_env: Honour ``HTTP(S)_PROXY``/``NO_PROXY`` and ``SSL_CERT_FILE`` (httpx).
         transport: An httpx transport (tests use ``httpx.MockTransport`` for protocol edge
             cases a real server cannot be made to produce).
         sleep: Called with each retry delay; defaults to :func:`time.sleep`.
 
     Raises:
-        ValueError: Bad URL scheme, conflicting auth or TLS options, negative retries.
+        ValueError: Bad URL scheme, conflicting auth or TLS options, negative retries or
+            limit, a token or header value HTTP cannot carry (the value is never quoted).
     """
 
     def __init__(
@@ -116,30 +126,26 @@ class PrometheusClient:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         stats: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         trust_env: bool = True,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        url = httpx.URL(base_url)
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ValueError(
-                f"Prometheus URL must be http(s)://host[:port][/prefix], got {base_url!r}"
-            )
-        if retries < 0 or backoff < 0 or max_backoff < 0:
-            raise ValueError("retries, backoff and max_backoff must not be negative")
-        if url.username or url.password:
-            if basic_auth is not None:
-                raise ValueError("give basic auth in the URL or as basic_auth=, not both")
-            basic_auth = (url.username, url.password)
-        if sum(x is not None for x in (bearer_token, bearer_token_file, basic_auth)) > 1:
-            raise ValueError("choose one of bearer_token, bearer_token_file and basic_auth")
-        if not verify and (ca_file is not None):
-            raise ValueError("ca_file has no effect with verify=False; drop one of them")
+        url, basic_auth = checked_options(
+            base_url,
+            basic_auth=basic_auth,
+            bearer=(bearer_token, bearer_token_file),
+            verify=verify,
+            ca_file=ca_file,
+            counts=(retries, backoff, max_backoff),
+            max_response_bytes=max_response_bytes,
+        )
 
         http_timeout = request_timeout(timeout)
+        base = api_base(url)
         self._tally = UsageTally()
         self._transport = ApiTransport(
-            api_base(url),
+            base,
             make_http_client(
                 basic_auth=basic_auth,
                 ca_file=ca_file,
@@ -152,9 +158,9 @@ class PrometheusClient:
             ),
             self._tally,
             params={**dict(url.params.multi_items()), **(params or {})},
-            bearer_token=bearer_token,
-            bearer_token_file=bearer_token_file,
+            bearer=BearerToken(bearer_token, bearer_token_file, url=str(base)),
             timeout=http_timeout,
+            max_response_bytes=max_response_bytes,
             retries=retries,
             backoff=backoff,
             max_backoff=max_backoff,

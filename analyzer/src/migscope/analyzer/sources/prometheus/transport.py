@@ -1,18 +1,23 @@
-"""Send one API request: authentication, timeouts, and the retries that are safe.
+"""Send one API request: authentication, timeouts, limits, and the retries that are safe.
 
 Why a module of its own: which failures to retry is the client's most delicate rule.
 Connection errors (refused, reset, DNS, connect timeout), HTTP 5xx (except 501, 505 and a 503
 that says the query timed out) and 429 are retried with jittered exponential backoff, or after
-the server's ``Retry-After``; bad PromQL (400/422), auth failures, read timeouts and TLS
-verification failures never are, because the same request would fail the same way. Every
-failure leaves as one :class:`PrometheusError` line with the cause chained.
+the server's ``Retry-After``; bad PromQL (400/422), auth failures, read timeouts, a request
+httpx refuses to send and TLS verification failures never are, because the same request would
+fail the same way. Every failure leaves as one :class:`PrometheusError` line with the cause
+chained.
+
+Limits: a request, its retries and their waits included, ends by one
+:class:`~.deadline.Deadline` (the longest of the timeouts: ``--timeout``), however slowly the
+server sends; a wait for a retry that would end past it is not made. Every answer is read
+within :data:`~.body.DEFAULT_MAX_RESPONSE_BYTES` decoded bytes (:mod:`.body`).
 """
 
 from __future__ import annotations
 
 import email.utils
 import logging
-import os
 import random
 import ssl
 import time
@@ -21,6 +26,18 @@ from datetime import datetime, timezone
 
 import httpx
 
+from migscope.analyzer.sources.prometheus.auth import BearerToken
+from migscope.analyzer.sources.prometheus.body import read_body
+from migscope.analyzer.sources.prometheus.connection import (
+    CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_TIMEOUT,
+    DEFAULT_TIMEOUT_SECONDS,
+    api_base,
+    make_http_client,
+    redact,
+    request_timeout,
+)
+from migscope.analyzer.sources.prometheus.deadline import Deadline, deadline_seconds
 from migscope.analyzer.sources.prometheus.envelope import (
     Envelope,
     check_response,
@@ -37,6 +54,7 @@ from migscope.analyzer.sources.prometheus.errors import (
 )
 from migscope.analyzer.sources.prometheus.usage import UsageTally
 
+# The client's construction lives in .connection; its names stay importable from here.
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
     "DEFAULT_TIMEOUT",
@@ -51,80 +69,8 @@ __all__ = [
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])
 
-#: Connect quickly or fail (an unreachable host should say so in seconds); give a window query
-#: a minute to evaluate, which is the order of Prometheus's own default ``-query.timeout`` (2m).
-DEFAULT_TIMEOUT_SECONDS = 60.0
-"""How long one request may take: a week of statistics for a big chunk of nodes is slow."""
-
-CONNECT_TIMEOUT_SECONDS = 5.0
-"""Connecting takes milliseconds when the server is there; waiting longer only hides it."""
-
-DEFAULT_TIMEOUT = httpx.Timeout(DEFAULT_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
-
 _NOT_RETRIED_5XX = frozenset({501, 505})
 _STATS_PATHS = ("api/v1/query", "api/v1/query_range")
-
-
-def redact(url: httpx.URL) -> str:
-    """``url`` as text without user info, for messages."""
-    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
-
-
-def api_base(url: httpx.URL) -> httpx.URL:
-    """The base URL requests are joined to: no credentials or query, no ``/api/v1``, ``/`` last.
-
-    A trailing ``/api/v1`` (a common copy-paste from a Grafana data source) is tolerated.
-    """
-    path = url.path.rstrip("/")
-    if path.endswith("/api/v1"):
-        path = path[: -len("/api/v1")]
-    return url.copy_with(username=None, password=None, path=path + "/", query=None)
-
-
-def request_timeout(timeout: httpx.Timeout | float) -> httpx.Timeout:
-    """``timeout`` as an httpx timeout; seconds also bound connecting to 5 of them at most."""
-    if isinstance(timeout, httpx.Timeout):
-        return timeout
-    return httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_SECONDS))
-
-
-def make_http_client(
-    *,
-    basic_auth: tuple[str, str] | None,
-    ca_file: str | os.PathLike[str] | None,
-    client_cert: str | tuple[str, str] | None,
-    verify: bool,
-    headers: Mapping[str, str] | None,
-    timeout: httpx.Timeout,
-    trust_env: bool,
-    transport: httpx.BaseTransport | None,
-) -> httpx.Client:
-    """The httpx client of one :class:`PrometheusClient`: auth, TLS, headers, no redirects.
-
-    Redirects are not followed: a redirect from a Prometheus API is a login page or a wrong
-    base URL, and :func:`check_response` says so.
-    """
-    verify_arg: ssl.SSLContext | bool = verify
-    if ca_file is not None or client_cert is not None:
-        context = ssl.create_default_context(
-            cafile=os.fspath(ca_file) if ca_file is not None else None
-        )
-        if not verify:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if client_cert is not None:
-            certfile, keyfile = (client_cert, None) if isinstance(client_cert, str) else client_cert
-            context.load_cert_chain(certfile, keyfile)
-        verify_arg = context
-    return httpx.Client(
-        auth=httpx.BasicAuth(*basic_auth) if basic_auth is not None else None,
-        headers={"Accept": "application/json", **(headers or {})},
-        verify=verify_arg,
-        timeout=timeout,
-        trust_env=trust_env,
-        follow_redirects=False,
-        transport=transport,
-    )
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -161,6 +107,16 @@ def _attempts(count: int) -> str:
     return f"{count} attempt" + ("s" if count != 1 else "")
 
 
+def _attempt_timeout(timeout: httpx.Timeout, deadline: Deadline) -> httpx.Timeout:
+    """``timeout`` with every limit shortened to the time the deadline leaves."""
+    return httpx.Timeout(
+        connect=deadline.cap(timeout.connect),
+        read=deadline.cap(timeout.read),
+        write=deadline.cap(timeout.write),
+        pool=deadline.cap(timeout.pool),
+    )
+
+
 def _form(items: Sequence[tuple[str, str]]) -> dict[str, str | list[str]]:
     """Form fields for httpx: repeated keys (``match[]``) become lists."""
     out: dict[str, str | list[str]] = {}
@@ -183,9 +139,10 @@ class ApiTransport:
         http: The httpx client (see :func:`make_http_client`).
         tally: Where requests, retries and bytes are counted, and warnings recorded.
         params: Query parameters sent with every request.
-        bearer_token: Sent as ``Authorization: Bearer ...``.
-        bearer_token_file: Read before every request, so rotated tokens work.
-        timeout: The httpx client's timeout (for messages).
+        bearer: The ``Authorization: Bearer`` header, if any.
+        timeout: The httpx client's timeout (for messages); the longest of its limits is the
+            deadline of a whole request (:func:`~.deadline.deadline_seconds`).
+        max_response_bytes: The most decoded bytes one answer may have.
         retries: Retries after the first attempt.
         backoff: First retry delay in seconds.
         max_backoff: Longest single wait, and the longest ``Retry-After`` honoured.
@@ -200,9 +157,9 @@ class ApiTransport:
         tally: UsageTally,
         *,
         params: Mapping[str, str],
-        bearer_token: str | None,
-        bearer_token_file: str | os.PathLike[str] | None,
+        bearer: BearerToken,
         timeout: httpx.Timeout,
+        max_response_bytes: int,
         retries: int,
         backoff: float,
         max_backoff: float,
@@ -213,9 +170,10 @@ class ApiTransport:
         self._http = http
         self._tally = tally
         self._params = dict(params)
-        self._bearer_token = bearer_token
-        self._bearer_token_file = bearer_token_file
+        self._bearer = bearer
         self._timeout = timeout
+        self._deadline_s = deadline_seconds(timeout)
+        self._max_response_bytes = max_response_bytes
         self._retries = retries
         self._backoff = backoff
         self._max_backoff = max_backoff
@@ -230,33 +188,74 @@ class ApiTransport:
         """Close the connection pool."""
         self._http.close()
 
-    def _headers(self) -> dict[str, str]:
-        token = self._bearer_token
-        if self._bearer_token_file is not None:
-            try:
-                with open(self._bearer_token_file, encoding="utf-8") as fh:
-                    token = fh.read().strip()
-            except OSError as exc:
-                raise PrometheusError(
-                    f"cannot read the bearer token file {self._bearer_token_file}: "
-                    f"{exc.strerror or exc}",
-                    url=str(self.base),
-                ) from exc
-        return {"Authorization": f"Bearer {token}"} if token else {}
-
     def _delay(self, attempt: int) -> float:
         base = min(self._max_backoff, self._backoff * (2**attempt))
         return float(base * (0.75 + random.random() / 4))
 
-    def _wait(self, attempt: int, retry_after: float | None, shown: str, reason: str) -> None:
-        delay = retry_after if retry_after is not None else self._delay(attempt)
+    def _retry(self, deadline: Deadline, delay: float, shown: str, reason: str) -> bool:
+        """Wait ``delay`` and say True, or say False when the wait would end past the deadline."""
+        if not deadline.allows(delay):
+            _log.info("not retrying %s after %s: the deadline is too close", shown, reason)
+            return False
         _log.info("retrying %s in %.2f s after %s", shown, delay, reason)
         self._sleep(delay)
+        return True
 
-    def _send(self, method: str, url: httpx.URL, items: list[tuple[str, str]]) -> httpx.Response:
+    def _no_time(self, last: bool) -> str:
+        """What to add to a final message when the deadline, not the count, ended the retries."""
+        if last or self._deadline_s is None:
+            return ""
+        return f"; no time left to retry within the {self._deadline_s:g} s deadline"
+
+    def _past_deadline(self, shown: str, query: str | None, attempts: int) -> PrometheusTimeout:
+        about = f" for query {clip(query, QUERY_IN_MESSAGE)}" if query else ""
+        retried = f", {_attempts(attempts)}" if attempts > 1 else ""
+        within = f"{self._deadline_s or 0:g} s"
+        return PrometheusTimeout(
+            f"Prometheus at {shown} did not answer within {within} (the deadline of the whole "
+            f"request{retried}){about}; raise the timeout or query a shorter range",
+            url=shown,
+        )
+
+    def _timed_out(
+        self, exc: httpx.TimeoutException, shown: str, query: str | None
+    ) -> PrometheusTimeout:
+        """A read, write or pool timeout (one wait, not the deadline): not retried."""
+        phase = type(exc).__name__.replace("Timeout", "").lower() or "request"
+        limit = {
+            "read": self._timeout.read,
+            "write": self._timeout.write,
+            "pool": self._timeout.pool,
+        }.get(phase)
+        within = f" within {limit} s" if limit is not None else ""
+        about = f" for query {clip(query, QUERY_IN_MESSAGE)}" if query else ""
+        return PrometheusTimeout(
+            f"Prometheus at {shown} did not answer{within} ({phase} timeout){about}; "
+            "raise the timeout or query a shorter range",
+            url=shown,
+        )
+
+    def _send(
+        self,
+        method: str,
+        url: httpx.URL,
+        items: list[tuple[str, str]],
+        deadline: Deadline,
+        shown: str,
+    ) -> httpx.Response:
+        """One attempt: the answer with its body read, within the limit and the deadline."""
+        headers = self._bearer.headers()
+        timeout = _attempt_timeout(self._timeout, deadline)
         if method == "GET":
-            return self._http.request(method, url, params=tuple(items), headers=self._headers())
-        return self._http.request(method, url, data=_form(items), headers=self._headers())
+            request = self._http.build_request(
+                method, url, params=tuple(items), headers=headers, timeout=timeout
+            )
+        else:
+            request = self._http.build_request(
+                method, url, data=_form(items), headers=headers, timeout=timeout
+            )
+        response = self._http.send(request, stream=True)
+        return read_body(response, shown=shown, limit=self._max_response_bytes, deadline=deadline)
 
     def request(
         self,
@@ -284,34 +283,45 @@ class ApiTransport:
             items.append(("stats", "all"))
         items += list(self._params.items())
         attempts = self._retries + 1
+        with Deadline(self._deadline_s).applied() as deadline:
+            return self._attempt_all(method, url, items, deadline, shown, query, attempts)
+
+    def _attempt_all(
+        self,
+        method: str,
+        url: httpx.URL,
+        items: list[tuple[str, str]],
+        deadline: Deadline,
+        shown: str,
+        query: str | None,
+        attempts: int,
+    ) -> Envelope:
+        """The attempts of :meth:`request`, all within ``deadline``."""
         for attempt in range(attempts):
             last = attempt == attempts - 1
+            if deadline.expired():
+                raise self._past_deadline(shown, query, attempt)
             self._tally.add(requests=1, retries=1 if attempt else 0)
+            refused = False
             try:
-                response = self._send(method, url, items)
-            except httpx.ConnectTimeout as exc:
-                if last:
+                response = self._send(method, url, items, deadline, shown)
+            except httpx.TimeoutException as exc:
+                if deadline.hit or deadline.expired():
+                    raise self._past_deadline(shown, query, attempt + 1) from exc
+                if not isinstance(exc, httpx.ConnectTimeout):
+                    raise self._timed_out(exc, shown, query) from exc
+                if last or not self._retry(
+                    deadline, self._delay(attempt), shown, f"connect timeout: {exc}"
+                ):
                     raise PrometheusUnreachable(
                         f"cannot reach Prometheus at {shown}: no answer to the connection "
-                        f"within {self._timeout.connect} s ({_attempts(attempts)})",
+                        f"within {self._timeout.connect} s ({_attempts(attempt + 1)}"
+                        f"{self._no_time(last)})",
                         url=shown,
                     ) from exc
-                self._wait(attempt, None, shown, f"connect timeout: {exc}")
                 continue
-            except httpx.TimeoutException as exc:
-                phase = type(exc).__name__.replace("Timeout", "").lower() or "request"
-                limit = {
-                    "read": self._timeout.read,
-                    "write": self._timeout.write,
-                    "pool": self._timeout.pool,
-                }.get(phase)
-                within = f" within {limit} s" if limit is not None else ""
-                about = f" for query {clip(query, QUERY_IN_MESSAGE)}" if query else ""
-                raise PrometheusTimeout(
-                    f"Prometheus at {shown} did not answer{within} ({phase} timeout){about}; "
-                    "raise the timeout or query a shorter range",
-                    url=shown,
-                ) from exc
+            except httpx.LocalProtocolError:
+                refused = True
             except httpx.TransportError as exc:
                 reason = clip(exc)
                 if _has_ssl_cause(exc):
@@ -320,12 +330,17 @@ class ApiTransport:
                         "ca_file= (or verify=False to test)",
                         url=shown,
                     ) from exc
-                if isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError) or last:
+                if (
+                    isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError)
+                    or last
+                    or not self._retry(deadline, self._delay(attempt), shown, reason)
+                ):
+                    final = last or isinstance(exc, httpx.UnsupportedProtocol | httpx.ProxyError)
                     raise PrometheusUnreachable(
-                        f"cannot reach Prometheus at {shown}: {reason} ({_attempts(attempt + 1)})",
+                        f"cannot reach Prometheus at {shown}: {reason} ({_attempts(attempt + 1)}"
+                        f"{self._no_time(final)})",
                         url=shown,
                     ) from exc
-                self._wait(attempt, None, shown, reason)
                 continue
             except httpx.HTTPError as exc:  # e.g. a body that does not decode (bad gzip)
                 raise PrometheusResponseError(
@@ -333,7 +348,14 @@ class ApiTransport:
                     url=shown,
                     status_code=None,
                 ) from exc
-
+            if refused:
+                # Raised out of the except block, neither caused by nor in the context of h11's
+                # error: that quotes the header, which may hold a credential (the bearer token
+                # and the extra headers are checked before sending; this is the last guard).
+                raise PrometheusError(
+                    f"cannot send the request to {shown}: httpx refused it as invalid HTTP",
+                    url=shown,
+                )
             self._tally.add(bytes_received=len(response.content))
             status = response.status_code
             if status == 429 or (status >= 500 and status not in _NOT_RETRIED_5XX):
@@ -349,14 +371,15 @@ class ApiTransport:
                         f"query timed out on the server {shown}: {message}{about}", url=shown
                     )
                 retry_after = _retry_after(response)
-                if not last and (retry_after is None or retry_after <= self._max_backoff):
-                    self._wait(attempt, retry_after, shown, f"HTTP {status}")
+                honoured = retry_after is None or retry_after <= self._max_backoff
+                delay = retry_after if retry_after is not None else self._delay(attempt)
+                if not last and honoured and self._retry(deadline, delay, shown, f"HTTP {status}"):
                     continue
                 why = (
                     f"; it asked to retry after {retry_after:g} s (more than max_backoff="
                     f"{self._max_backoff:g} s)"
-                    if retry_after is not None and retry_after > self._max_backoff
-                    else ""
+                    if retry_after is not None and not honoured
+                    else self._no_time(last)
                 )
                 raise PrometheusResponseError(
                     f"HTTP {status} from {shown} after {_attempts(attempt + 1)}{why}: "

@@ -29,6 +29,12 @@ Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s
   interval, so the two differ only if that interval has no other sample).
 * **Energy** is ``increase()`` on Prometheus and ``increase_prometheus()`` on
   VictoriaMetrics, whose plain ``increase()`` reaches back before the window.
+* **Numbers out of range** follow :mod:`migscope.analyzer.stats.quality`: per-interval
+  values pass ``>= 0 < Inf`` (NaN, negative and infinite ones are missing), activity is
+  ``clamp_max(..., 1)``, memory statistics are capped at the slice's total and a total that
+  is no size is ignored, after the answers; an energy counter with a bad sample in the
+  window has no energy. :mod:`.quality` finds the slices concerned with one cheap query
+  per chunk over raw ranges and counts them only then, for one report note per kind.
 
 * **One slice per instance.** Series are grouped by node, GPU, GPU-instance id and, in
   migscope's dialect, ``mig_uuid`` (new for every instance MIG Manager creates), in
@@ -52,7 +58,8 @@ it ``--query.max-samples`` pressure at a 15 s scrape).
 The package, one job a module: :mod:`.window` (the snapped window), :mod:`.discovery` (engine,
 dialect, names and nodes, read at once), :mod:`.queries` (the PromQL building blocks),
 :mod:`.inventory` (which slices a chunk holds), :mod:`.statistics` (their fields),
-:mod:`.result` (the iterator and its cost) and :mod:`.evaluate` (the entry point).
+:mod:`.quality` (the numbers out of range), :mod:`.result` (the iterator, its cost and its
+notes) and :mod:`.evaluate` (the entry point).
 """
 
 from __future__ import annotations

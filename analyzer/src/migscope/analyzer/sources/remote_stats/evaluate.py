@@ -85,6 +85,7 @@ def remote_slice_stats(
         node_label=node_label,
         nodes=tuple(sorted(found)) if node_label is not None else (DEFAULT_NODE,),
         names=names,
+        server=client.base_url,
     )
     query = Queries(client, run, step=step, period=period)
     chunks = [run.nodes[i : i + chunk_nodes] for i in range(0, len(run.nodes), chunk_nodes)]

@@ -25,7 +25,8 @@ from migscope.analyzer.dialect import (
 )
 from migscope.analyzer.model import SliceInfo
 from migscope.analyzer.sources.prometheus import Sample
-from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, Queries
+from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, VALID, Queries
+from migscope.analyzer.stats.quality import Kind, usable_total
 from migscope.core.catalogue import GpuModel, model_for_name
 
 __all__ = ["Inventory", "dcgm_inventory", "migscope_inventory", "slice_inventory", "slice_order"]
@@ -57,10 +58,25 @@ def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
             continue
         key = ident[0]
         model = models.get((key.node, key.gpu_uuid))
-        total = totals.get(ident)
         info = migscope_slice_info(ident, sample.labels, model)
-        out[ident] = (info, total if total is not None else profile_bytes(model, info.profile))
+        out[ident] = (info, _total(q, ident, totals.get(ident), model, info.profile))
     return out
+
+
+def _total(
+    q: Queries, ident: SliceId, measured: float | None, model: GpuModel | None, profile: str
+) -> float | None:
+    """The measured total if it is a size (counted when it is not), else the catalogue's.
+
+    The same rule as the file readers' (:class:`~migscope.analyzer.dialect.checks.SliceChecks`).
+    """
+    if measured is None:
+        return profile_bytes(model, profile)
+    gpu = float(model.memory_total_bytes) if model is not None else None
+    if usable_total(measured, gpu_bytes=gpu):
+        return measured
+    q.run.quality.add(Kind.TOTAL_IGNORED, ident)
+    return profile_bytes(model, profile)
 
 
 def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
@@ -72,14 +88,19 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     Slices seen only in the presence family have no samples: they come out ``unknown``.
     """
 
-    def per_interval(metrics: Sequence[str]) -> str:
-        parts = " or ".join(f"last_over_time({q.sel(m, nodes)}[{q.interval}])" for m in metrics)
+    def per_interval(metrics: Sequence[str], valid: str = "") -> str:
+        parts = " or ".join(
+            f"(last_over_time({q.sel(m, nodes)}[{q.interval}]){' ' + valid if valid else ''})"
+            for m in metrics
+        )
         return f"max without () ({parts})"
 
     # The last step interval in which both were seen, as the embedded source takes the
     # last time both were sampled: a slice whose pod (and so series) changed keeps the
     # newest total, not the largest of its series'.
-    both = f"(max {q.by} ({per_interval(q.memory)} + {per_interval(q.free)}) >= 0)"
+    # FB_USED that the rules drop (negative, infinite) makes no total, as in the file reader.
+    used = per_interval(q.memory, VALID)
+    both = f"(max {q.by} ({used} + {per_interval(q.free)}) >= 0)"
     totals = q.values(f"last_over_time({both}[{q.value_range}:{q.step}])", scale=float(MIB))
     labels_by = dict.fromkeys((*q.key_labels, "modelName"))
     by = "by (" + ", ".join(labels_by) + ")"
@@ -98,17 +119,16 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
         only_listed += presence_only
         model = model_for_name(sample.labels.get("modelName", ""))
         profile = ident[1]
-        total = totals.get(ident)
         out[ident] = (
             SliceInfo(
                 key=ident[0],
                 model=model.key if model is not None else None,
                 profile=profile,
             ),
-            total if total is not None else profile_bytes(model, profile),
+            _total(q, ident, totals.get(ident), model, profile),
         )
     if only_listed:
-        q.run.notes.append(
+        q.run.found.append(
             f"{q.client.base_url}: {only_listed} GPU instance(s) appear only in "
             f"{', '.join(q.presence)}, with no {DCGM_ACTIVITY} or framebuffer series: "
             "reported unknown, their GPUs kept as they are"

@@ -29,10 +29,13 @@ from migscope.analyzer.sources.promql import Matcher, duration, selector
 from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
 from migscope.analyzer.stats import hourly_buckets
 
-__all__ = ["NON_EMPTY", "Queries", "Values"]
+__all__ = ["NON_EMPTY", "VALID", "Queries", "Values"]
 
 NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 """The matcher "the label is set"."""
+
+VALID = ">= 0 < Inf"
+"""The filter that keeps a value the statistics may use: not NaN, not negative, finite."""
 
 Values: TypeAlias = dict[SliceId, float]
 """One number per slice: what an aggregation by the slice's key labels returns."""
@@ -138,17 +141,32 @@ class Queries:
                 out[key] = sample.value * scale
         return out
 
-    def per_interval(self, fn: str, metrics: Sequence[str], nodes: Sequence[str]) -> str:
-        """One non-NaN value per slice and step interval: the input of value statistics."""
+    def per_interval(
+        self,
+        fn: str,
+        metrics: Sequence[str],
+        nodes: Sequence[str],
+        *,
+        ceiling: float | None = None,
+    ) -> str:
+        """One valid value per slice and step interval: the input of value statistics.
+
+        Valid as :mod:`migscope.analyzer.stats.quality` has it: ``>= 0 < Inf`` drops NaN,
+        negative and infinite values; ``ceiling`` (activity's 1) clamps what is above it.
+        """
+
         # The filter goes inside each branch: ``or`` keeps the left side's NaN over the right
         # side's number when both have the same labels (activity and memory do).
-        parts = " or ".join(f"({fn}({self.sel(m, nodes)}[{self.interval}]) >= 0)" for m in metrics)
-        return f"(max {self.by} ({parts}))"
+        def one(m: str) -> str:
+            value = f"{fn}({self.sel(m, nodes)}[{self.interval}]) {VALID}"
+            return f"clamp_max({value}, {ceiling:g})" if ceiling is not None else f"({value})"
+
+        return f"(max {self.by} ({' or '.join(one(m) for m in metrics)}))"
 
     def observed(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
-        """Per slice and step interval: present when any metric has a non-NaN sample."""
+        """Per slice and step interval: present when any metric has a valid sample."""
         return " or ".join(
-            f"(max_over_time({self.sel(m, nodes)}[{self.interval}]) >= 0)" for m in metrics
+            f"(max_over_time({self.sel(m, nodes)}[{self.interval}]) {VALID})" for m in metrics
         )
 
     def holding(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:

@@ -11,10 +11,20 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from migscope.analyzer.dialect import Dialect
+from migscope.analyzer.dialect import (
+    DCGM_ACTIVITY,
+    DCGM_FB_FREE,
+    DCGM_FB_USED,
+    MIG_ACTIVITY,
+    MIG_ENERGY,
+    MIG_MEMORY_TOTAL,
+    MIG_MEMORY_USED,
+    Dialect,
+)
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
 from migscope.analyzer.stats import RangeSemantics
+from migscope.analyzer.stats.quality import Kind, QualityCounts
 
 __all__ = ["RemoteSliceStats"]
 
@@ -42,8 +52,11 @@ class RemoteSliceStats(Iterator[SliceStats]):
         names: The metric names read for each family the dialect uses, as the server spells
             them (dcgm-exporter's families in any letter case; ``presence`` is the family
             that lists GPU instances without activity or framebuffer series, if any).
-        notes: One sentence per thing worth a report note (slices seen only through the
+        server: The server's URL, as the notes name it.
+        found: One sentence per thing worth a report note (slices seen only through the
             presence family), filled in as chunks are evaluated.
+        quality: The numbers out of range, per kind, summed over the chunks evaluated
+            (:mod:`.quality`); :attr:`notes` says them once per kind.
     """
 
     dialect: Dialect
@@ -53,12 +66,37 @@ class RemoteSliceStats(Iterator[SliceStats]):
     node_label: str | None
     nodes: tuple[str, ...]
     names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    server: str = ""
+    found: list[str] = field(default_factory=list)
+    quality: QualityCounts = field(default_factory=QualityCounts)
     queries: int = 0
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
     wall_seconds: float = 0.0
     _items: Iterator[SliceStats] = field(default_factory=lambda: iter(()), repr=False)
+
+    @property
+    def notes(self) -> list[str]:
+        """What is worth a report note: :attr:`found`, then one sentence per kind of bad number.
+
+        Read it after the iteration: the chunks add to it as they are evaluated.
+        """
+        return [*self.found, *self.quality.notes(self.server, self._metric_names())]
+
+    def _metric_names(self) -> dict[Kind, str]:
+        """The metric each kind of note is about, as the file readers name them."""
+        if self.dialect is Dialect.MIGSCOPE:
+            activity, used, total = MIG_ACTIVITY, MIG_MEMORY_USED, MIG_MEMORY_TOTAL
+        else:
+            activity, used, total = DCGM_ACTIVITY, DCGM_FB_USED, f"{DCGM_FB_USED} + {DCGM_FB_FREE}"
+        return {
+            Kind.ACTIVITY_DROPPED: activity,
+            Kind.ACTIVITY_CLAMPED: activity,
+            Kind.MEMORY_DROPPED: used,
+            Kind.MEMORY_ABOVE_TOTAL: used,
+            Kind.TOTAL_IGNORED: total,
+            Kind.ENERGY_UNKNOWN: MIG_ENERGY,
+        }
 
     def __next__(self) -> SliceStats:
         started = time.perf_counter()

@@ -21,7 +21,9 @@ from migscope.analyzer.dialect import (
 )
 from migscope.analyzer.model import HourlyUse, Owner, SliceStats
 from migscope.analyzer.sources.remote_stats.inventory import slice_inventory, slice_order
+from migscope.analyzer.sources.remote_stats.quality import ENERGY, count_bad_samples, suspects
 from migscope.analyzer.sources.remote_stats.queries import Queries, Values
+from migscope.analyzer.stats.quality import ACTIVITY_CEILING, cap, finite
 
 __all__ = ["chunk_stats", "hourly", "last_seen", "owners"]
 
@@ -31,7 +33,8 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
 
     A fixed number of queries per chunk (about fifteen instant queries, and two range
     queries for the hourly buckets), whatever the number of slices in it; nothing beyond
-    the inventory is asked when the chunk has no slice.
+    the inventory is asked when the chunk has no slice. One of them looks for numbers out
+    of range (:func:`.quality.suspects`), and one more counts them when it finds some.
     """
     migscope = q.migscope
     activity, memory = q.activity, q.memory
@@ -42,18 +45,21 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         return
     order = slice_order(q, infos, nodes)
 
-    def quantile(level: float, metrics: Sequence[str], s: float = 1.0) -> Values:
-        inner = q.per_interval("last_over_time", metrics, nodes)
+    def quantile(
+        level: float, metrics: Sequence[str], s: float = 1.0, c: float | None = None
+    ) -> Values:
+        inner = q.per_interval("last_over_time", metrics, nodes, ceiling=c)
         return q.values(f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])", scale=s)
 
-    def maximum(metrics: Sequence[str], s: float = 1.0) -> Values:
-        inner = q.per_interval("max_over_time", metrics, nodes)
+    def maximum(metrics: Sequence[str], s: float = 1.0, c: float | None = None) -> Values:
+        inner = q.per_interval("max_over_time", metrics, nodes, ceiling=c)
         return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])", scale=s)
 
+    top = ACTIVITY_CEILING
     act_p50, act_p95, act_max = (
-        quantile(0.5, activity),
-        quantile(0.95, activity),
-        maximum(activity),
+        quantile(0.5, activity, c=top),
+        quantile(0.95, activity, c=top),
+        maximum(activity, c=top),
     )
     mem_p95, mem_peak = quantile(0.95, memory, scale), maximum(memory, scale)
     samples = q.values(
@@ -71,12 +77,26 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         if migscope
         else {}
     )
+    found = suspects(q, nodes, [MIG_ENERGY] if migscope else [])
+    above = {
+        key: total
+        for key, (_, total) in infos.items()
+        if total is not None and mem_peak.get(key, 0.0) > total
+    }
+    if found or above:
+        count_bad_samples(q, nodes, found, above, scale=scale)
     expected = max(1, q.window_ms // q.step_ms)
     buckets = hourly(q, activity, held, nodes)
     newest = last_seen(q, activity + memory, nodes)
+    bad_energy = found.get(ENERGY, set())
     for key in order:
         info, total = infos[key]
-        seen_k = seen.get(key, 0.0)
+        pods = held_by.get(key, {})
+        # Each count bounds the one it is part of: an empty answer to one query (a server
+        # that lost a part of the data, a proxy's fault) must not discard what the others
+        # know, such as the pods holding the slice.
+        held_k = max(held_any.get(key, 0.0), max(pods.values(), default=0.0))
+        seen_k = max(seen.get(key, 0.0), covered.get(key, 0.0), held_k)
         yield SliceStats(
             info=info,
             window_start=q.run.window_start,
@@ -87,19 +107,17 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
             activity_p50=act_p50.get(key),
             activity_p95=act_p95.get(key),
             activity_max=act_max.get(key),
-            memory_peak_bytes=mem_peak.get(key),
-            memory_p95_bytes=mem_p95.get(key),
+            memory_peak_bytes=cap(mem_peak.get(key), total),
+            memory_p95_bytes=cap(mem_p95.get(key), total),
             memory_total_bytes=total,
-            allocated_fraction=held_any.get(key, 0.0) / seen_k if seen_k else 0.0,
+            allocated_fraction=held_k / seen_k if seen_k else 0.0,
             owners=tuple(
                 sorted(
-                    (Owner(ns, pod, n / seen_k) for (ns, pod), n in held_by.get(key, {}).items())
-                    if seen_k
-                    else (),
+                    (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items()) if seen_k else (),
                     key=lambda o: (-o.fraction, o.namespace, o.pod),
                 )
             ),
-            energy_joules=energy.get(key),
+            energy_joules=None if key in bad_energy else finite(energy.get(key)),
             hourly=buckets.get(key, q.unused()) if q.buckets else None,
             last_seen=newest.get(key),
         )
@@ -146,7 +164,7 @@ def hourly(
                     points[bucket] = v
         return out
 
-    inner = q.per_interval("last_over_time", activity, nodes)
+    inner = q.per_interval("last_over_time", activity, nodes, ceiling=ACTIVITY_CEILING)
     act = ask(f"avg_over_time({inner}[{q.bucket_range}:{step}])")
     alloc = ask(f"count_over_time((count {q.by} ({held}))[{q.bucket_range}:{step}])")
     return {

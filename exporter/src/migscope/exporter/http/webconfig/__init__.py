@@ -21,7 +21,8 @@ default in every toolkit file, only tunes the protocol (migscope speaks HTTP/1.1
 every Prometheus speaks), and so is accepted and ignored.
 
 Unlike the toolkit, migscope does not re-read the file on each request; restart the pod
-(or roll the DaemonSet) after changing it. Certificates are read at startup too.
+(or roll the DaemonSet) after changing it. Certificates are read at startup too; one that
+has expired, or expires within 7 days, is loaded with a warning naming the file and the date.
 
 - :mod:`.schema`: the strict models and their checks.
 - :mod:`.tls`: ``tls_server_config`` as an :class:`ssl.SSLContext`.

@@ -3,7 +3,8 @@
 Why its own module: reading is where the file's problems become one line each, in order:
 unreadable, not YAML (the one strict loader: duplicate keys refused), not a mapping, a
 toolkit key migscope recognises but refuses (named with the reason, before the generic
-schema would call it "unknown"), the schema, and finally the TLS files themselves.
+schema would call it "unknown"), the schema (a null ``tls_server_config`` is read as the
+empty mapping, which the schema refuses), and finally the TLS files themselves.
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ def load_web_config(path: str | os.PathLike[str]) -> WebConfig:
             key=None,
         )
     _reject_unsupported(data, source=source)
+    if "tls_server_config" in data and data["tls_server_config"] is None:
+        # `tls_server_config:` with nothing under it (a commented-out block, an unset Helm
+        # value) is YAML's null. Read as "no TLS" it would silently serve plain HTTP to
+        # someone who asked for TLS; it is refused exactly as the empty mapping `{}` is.
+        data = {**data, "tls_server_config": {}}
     base_dir = Path(source).resolve().parent
     try:
         config = WebConfig.model_validate(data, context={"base_dir": base_dir})

@@ -29,6 +29,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from migscope.core.durations import format_duration
+from migscope.exporter.http.auth import MAX_BCRYPT_COST
 from migscope.exporter.http.webconfig.tls import TLS_VERSIONS, build_ssl_context
 
 __all__ = [
@@ -123,8 +125,18 @@ def _check_bcrypt(value: str) -> str:
             "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n')"
         )
     cost = int(match.group("cost"))
-    if not 4 <= cost <= 31:
-        raise problem(f"bcrypt cost {cost} is outside 4..31")
+    if cost < 4:
+        raise problem(f"bcrypt cost {cost} is outside 4..{MAX_BCRYPT_COST}")
+    if cost > MAX_BCRYPT_COST:
+        # Each step doubles a check's time (~80 ms at cost 10): at cost 31 one check takes
+        # days, and the exporter would never open its port (it makes a dummy hash of the
+        # same cost at start).
+        seconds = 0.08 * 2 ** (cost - 10)
+        raise problem(
+            f"bcrypt cost {cost} is above {MAX_BCRYPT_COST}, the most migscope accepts (one "
+            f"check would take about {format_duration(seconds)}); make the hash with cost 10 "
+            "to 12"
+        )
     return value
 
 

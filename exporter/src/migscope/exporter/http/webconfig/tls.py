@@ -3,15 +3,20 @@
 Why its own module: translating the exporter-toolkit's names (``TLS12``,
 ``RequireAndVerifyClientCert``) into :mod:`ssl` settings, and OpenSSL's errors back into one
 line naming the key (``KEY_VALUES_MISMATCH`` on ``cert_file``), is the one place the file
-meets Python's TLS stack. The schema checks combinations; this proves the files load.
+meets Python's TLS stack. The schema checks combinations; this proves the files load, and
+warns (without refusing) about a certificate that has expired or expires within
+:data:`EXPIRY_WARNING_DAYS`, each time a context is built.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import ssl
+import time
 import warnings
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from migscope.core.errors import MigscopeError
@@ -20,7 +25,7 @@ from migscope.exporter.http.webconfig.errors import WebConfigError
 if TYPE_CHECKING:
     from migscope.exporter.http.webconfig.schema import TLSServerConfig
 
-__all__ = ["TLS_VERSIONS", "build_ssl_context"]
+__all__ = ["EXPIRY_WARNING_DAYS", "TLS_VERSIONS", "build_ssl_context", "warn_if_expiring"]
 
 # The package's name, as before it was split: log configuration refers to it.
 _log = logging.getLogger("migscope.exporter.http.webconfig")
@@ -32,6 +37,9 @@ TLS_VERSIONS: dict[str, ssl.TLSVersion] = {
     "TLS13": ssl.TLSVersion.TLSv1_3,
 }
 """The toolkit's version names and OpenSSL's versions."""
+
+EXPIRY_WARNING_DAYS = 7
+"""A certificate that expires within this many days is loaded with a warning."""
 
 _VERIFY_MODES: dict[str, ssl.VerifyMode] = {
     "NoClientCert": ssl.CERT_NONE,
@@ -82,6 +90,7 @@ def build_ssl_context(tls: TLSServerConfig, *, source: str) -> ssl.SSLContext:
         raise fail(
             "cert_file", f"cannot load certificate and key_file: {_ssl_reason(exc)}"
         ) from exc
+    warn_if_expiring(tls.cert_file, source=source)
     context.verify_mode = _VERIFY_MODES[tls.client_auth_type]
     if tls.client_ca_file is not None:
         try:
@@ -94,6 +103,43 @@ def build_ssl_context(tls: TLSServerConfig, *, source: str) -> ssl.SSLContext:
             raise fail("client_ca_file", "no CA certificate found in the file")
     context.set_alpn_protocols(["http/1.1"])
     return context
+
+
+def warn_if_expiring(
+    cert_file: str | os.PathLike[str], *, source: str, now: float | None = None
+) -> None:
+    """Log a warning when the certificate in ``cert_file`` has expired or expires soon.
+
+    Only a warning: an expired certificate still loads (OpenSSL does not check dates when
+    loading), and refusing it would stop every scrape, including those of scrapers that do
+    not verify. The date is the first certificate's ``notAfter`` (the server's own, in a
+    chain file), read with the standard library's certificate decoder; where that decoder
+    is missing (it is a private CPython function) the check is skipped.
+
+    Args:
+        cert_file: The certificate file, as resolved (it is named in the warning).
+        source: The web-config file, as the user named it.
+        now: The current Unix time; default the clock.
+    """
+    decode = getattr(getattr(ssl, "_ssl", None), "_test_decode_cert", None)
+    if decode is None:  # pragma: no cover - CPython has it
+        return
+    try:
+        not_after = ssl.cert_time_to_seconds(decode(os.fspath(cert_file))["notAfter"])
+    except (ssl.SSLError, OSError, KeyError, TypeError, ValueError) as exc:
+        _log.debug("cannot read the expiry date of %s: %s", cert_file, exc)
+        return
+    left = not_after - (time.time() if now is None else now)
+    if left > EXPIRY_WARNING_DAYS * 86400:
+        return
+    when = datetime.fromtimestamp(not_after, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    where = f"web-config {source}: tls_server_config.cert_file: the certificate in {cert_file}"
+    if left <= 0:
+        _log.warning("%s expired on %s", where, when)
+        return
+    days = int(left // 86400)
+    soon = "less than a day" if days == 0 else f"{days} day{'s' if days > 1 else ''}"
+    _log.warning("%s expires on %s (in %s)", where, when, soon)
 
 
 class _EncryptedKey(MigscopeError):

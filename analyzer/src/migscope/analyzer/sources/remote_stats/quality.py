@@ -1,0 +1,118 @@
+"""The data-quality rules on the server's side: which slices hold bad numbers, and how many.
+
+Why a module of its own: the statistics' queries already apply the rules of
+:mod:`migscope.analyzer.stats.quality` (``>= 0 < Inf`` drops what is not a usable value,
+``clamp_max`` holds activity at 1, memory statistics are capped after), so that the numbers
+equal the file path's; what they cannot say is *that* something was dropped or clamped. This
+module finds it out at a small cost: one query per chunk over raw ranges (``min_over_time``
+and ``max_over_time``, exact over every sample), and only when it finds something, one more
+that counts the step intervals concerned, for the report's notes (one per kind, summed over
+the chunks in :attr:`RemoteSliceStats.quality`). The first also decides the energy rule: a
+counter with a negative or infinite sample in the window has no increase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from migscope.analyzer.dialect import SliceId
+from migscope.analyzer.sources.remote_stats.queries import Queries
+from migscope.analyzer.stats.quality import ACTIVITY_CEILING, Kind
+
+__all__ = ["QUALITY_LABEL", "count_bad_samples", "suspects"]
+
+QUALITY_LABEL = "migscope_quality"
+"""The label that tells the parts of a quality query apart (``label_replace``)."""
+
+ACTIVITY, MEMORY, ENERGY = "activity", "memory", "energy"
+
+
+def _tagged(expr: str, tag: str) -> str:
+    return f'label_replace({expr}, "{QUALITY_LABEL}", "{tag}", "", "")'
+
+
+def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[str, set[SliceId]]:
+    """Per family (``activity``, ``memory``, ``energy``), the slices with a bad sample.
+
+    Bad: below zero or infinite, and for activity above 1. Exact over every raw sample in
+    the window (the ranges the statistics and ``increase()`` read), one query.
+
+    Args:
+        q: The run's queries.
+        nodes: The chunk.
+        energy: The energy counters' names (none for dcgm-exporter).
+    """
+    parts: list[str] = []
+
+    def check(tag: str, metrics: Sequence[str], high: str) -> None:
+        # One aggregation per spelling: ``or`` inside one would drop a spelling's series.
+        for m in metrics:
+            raw = f"{q.sel(m, nodes)}[{q.window}]"
+            parts.append(_tagged(f"(min {q.by} (min_over_time({raw})) < 0)", tag))
+            parts.append(_tagged(f"(max {q.by} (max_over_time({raw})) {high})", tag))
+
+    check(ACTIVITY, q.activity, f"> {ACTIVITY_CEILING:g}")
+    check(MEMORY, q.memory, "== Inf")
+    check(ENERGY, energy, "== Inf")
+    found: dict[str, set[SliceId]] = {}
+    for sample in q.ask(" or ".join(parts)):
+        key = q.key(sample.labels)
+        if key is not None:
+            found.setdefault(sample.labels.get(QUALITY_LABEL, ""), set()).add(key)
+    return found
+
+
+def count_bad_samples(
+    q: Queries,
+    nodes: Sequence[str],
+    found: Mapping[str, set[SliceId]],
+    above: Mapping[SliceId, float],
+    *,
+    scale: float,
+) -> None:
+    """Count, per slice and kind, the step intervals whose last sample broke a rule.
+
+    One query, only when :func:`suspects` found something or a slice's memory peak is above
+    its total; the counts go to ``q.run.quality``. Energy is counted in slices only (a
+    counter's bad samples make its whole window's increase unknown).
+
+    Args:
+        q: The run's queries.
+        nodes: The chunk.
+        found: What :func:`suspects` returned.
+        above: Slices whose memory peak exceeds their total, with the total (bytes).
+        scale: Bytes per unit of the memory series (MiB for dcgm-exporter).
+    """
+    for bad in found.get(ENERGY, ()):
+        q.run.quality.add(Kind.ENERGY_UNKNOWN, bad)
+    parts: list[str] = []
+
+    def counted(tag: str, metrics: Sequence[str], condition: str) -> None:
+        inner = " or ".join(
+            f"(last_over_time({q.sel(m, nodes)}[{q.interval}]) {c})"
+            for m in metrics
+            for c in condition.split(" | ")
+        )
+        per_interval = f"(max {q.by} ({inner}))"
+        parts.append(_tagged(f"count_over_time({per_interval}[{q.value_range}:{q.step}])", tag))
+
+    if found.get(ACTIVITY):
+        counted(Kind.ACTIVITY_DROPPED.value, q.activity, "< 0 | == Inf")
+        counted(Kind.ACTIVITY_CLAMPED.value, q.activity, f"> {ACTIVITY_CEILING:g} < Inf")
+    if found.get(MEMORY):
+        counted(Kind.MEMORY_DROPPED.value, q.memory, "< 0 | == Inf")
+    # Memory above each distinct total (a few profile sizes), one part per total.
+    totals = sorted(set(above.values()))
+    for i, total in enumerate(totals):
+        counted(f"{Kind.MEMORY_ABOVE_TOTAL.value}:{i}", q.memory, f">= 0 < Inf > {total / scale!r}")
+    if not parts:
+        return
+    for sample in q.ask(" or ".join(parts)):
+        key = q.key(sample.labels)
+        tag = sample.labels.get(QUALITY_LABEL, "")
+        if key is None or not sample.value:
+            continue
+        kind, _, index = tag.partition(":")
+        if index and above.get(key) != totals[int(index)]:
+            continue  # counted against another slice's total
+        q.run.quality.add(Kind(kind), key, int(sample.value))
