@@ -97,12 +97,14 @@ def migscope_slices(
     )
     # The checks run now, over every slice, so that their notes come with the slices.
     totals: dict[SliceId, float | None] = {}
+    present = []  # (slice, its newest info series, its model): what build() yields, in order
     for ident in order:
         current = latest(info[ident])
         if current is None:
             continue
         key = ident[0]
         model = models.get((key.node, key.gpu_uuid))
+        present.append((ident, current, model))
         measured = TimeSeries.concat(s.samples for s in total.get(ident, ()))
         totals[ident] = checks.total(
             ident,
@@ -116,12 +118,7 @@ def migscope_slices(
         checks.energy(ident, energy.get(ident, ()))
 
     def build() -> Iterator[SliceSeries]:
-        for ident in order:
-            current = latest(info[ident])
-            if current is None:
-                continue
-            key = ident[0]
-            model = models.get((key.node, key.gpu_uuid))
+        for ident, current, model in present:
             yield SliceSeries(
                 info=migscope_slice_info(ident, current.labels, model),
                 activity=TimeSeries.concat(s.samples for s in activity.get(ident, ())),
