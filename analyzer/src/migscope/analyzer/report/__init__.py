@@ -11,13 +11,14 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
 from migscope.analyzer.report.html import render_html
 from migscope.analyzer.report.json_report import (
     ReportV1,
     json_schema,
+    json_text,
     render_json,
     validate_report,
 )
@@ -54,21 +55,29 @@ FILE_NAMES: dict[str, str] = {
 """File written for each output, inside the ``--out`` directory."""
 
 
-def render(result: AnalysisResult, fmt: Format, *, report: ReportV1 | None = None) -> str:
+def render(
+    result: AnalysisResult,
+    fmt: Format,
+    *,
+    data: dict[str, Any] | None = None,
+    report: ReportV1 | None = None,
+) -> str:
     """The report in one format.
 
-    Markdown and HTML render from the report contract: ``report`` when given (the caller
-    validated it already), else ``validate_report(result.to_json())`` built here.
+    JSON, Markdown and HTML come from the report contract: ``data`` (``result.to_json()``)
+    and ``report`` (it, validated) when the caller has them already, else built here.
 
     Raises:
         pydantic.ValidationError: the analysis breaks the report contract (a bug).
     """
-    if fmt == "json":
-        return render_json(result)
     if fmt == "csv":
         return render_csv(result)
+    if data is None:
+        data = result.to_json()
     if report is None:
-        report = validate_report(result.to_json())
+        report = validate_report(data)  # a contract break fails here, in the analyzer
+    if fmt == "json":
+        return json_text(data)
     return render_markdown(report) if fmt == "md" else render_html(report)
 
 
@@ -92,12 +101,11 @@ def write_reports(
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    report: ReportV1 | None = None
+    data = result.to_json()  # once for every format: it recomputes the recommendations
+    report = validate_report(data)
     for fmt in formats:
-        if fmt in ("md", "html") and report is None:
-            report = validate_report(result.to_json())  # once for both renderers
         path = folder / FILE_NAMES[fmt]
-        path.write_text(render(result, fmt, report=report), encoding="utf-8")
+        path.write_text(render(result, fmt, data=data, report=report), encoding="utf-8")
         written[fmt] = path
     if result.mig_parted is not None:
         path = folder / FILE_NAMES["mig-parted"]

@@ -7,11 +7,12 @@ shared with the applier and the HTML/Markdown renderers; this module only produc
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from migscope.analyzer.result import AnalysisResult
 from migscope.core.spec.v1 import ReportV1, json_schema, validate_report
 
-__all__ = ["ReportV1", "json_schema", "render_json", "validate_report"]
+__all__ = ["ReportV1", "json_schema", "json_text", "render_json", "validate_report"]
 
 
 def render_json(result: AnalysisResult) -> str:
@@ -22,4 +23,9 @@ def render_json(result: AnalysisResult) -> str:
     """
     data = result.to_json()
     validate_report(data)
+    return json_text(data)
+
+
+def json_text(data: dict[str, Any]) -> str:
+    """Report data already validated, as indented JSON text (no NaN: JSON has none)."""
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
