@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
+from migscope.core.drivers import DriverRange, DriverVersion
 from migscope.core.errors import UserError
 
 __all__ = [
@@ -25,6 +26,10 @@ __all__ = [
     "Evidence",
     "GiProfile",
     "GpuModel",
+    "MemoryFact",
+    "NameCheck",
+    "NameStatus",
+    "ProfileName",
     "UnknownGpuError",
     "UnknownProfileError",
     "all_models",
@@ -65,6 +70,102 @@ class Evidence(str, Enum):
 
 
 @dataclass(frozen=True)
+class ProfileName:
+    """A name a profile goes by, on the drivers (and boards) that print it.
+
+    Names change with the driver while the profile (its NVML id and placements) stays: an
+    A100 80GB's 7-slice profile is ``7g.79gb`` on R535 and ``7g.80gb`` elsewhere. A
+    mig-parted config must use the name the node's driver prints, so each name carries the
+    branches it was seen on and where that was seen.
+
+    Attributes:
+        name: The name without the ``"MIG "`` prefix.
+        drivers: Driver branches that print this name.
+        evidence: Where this was seen or documented (URL with commit, issue or PR number).
+        note: Anything else a reader needs (why the name changed, what is unsure).
+        boards: Empty when every board of the model prints the name on those drivers;
+            otherwise which boards do (``"pre-production GB200 boards"``): the driver
+            alone then cannot tell whether the name exists.
+        strength: How sure the fact is (see :class:`Evidence`).
+    """
+
+    name: str
+    drivers: DriverRange
+    evidence: str
+    note: str = ""
+    boards: str = ""
+    strength: Evidence = Evidence.DOCUMENTED
+
+    @property
+    def everywhere(self) -> bool:
+        """True when every driver and every board of the model prints this name."""
+        return self.drivers.is_any and not self.boards
+
+    def where(self) -> str:
+        """Where the name exists, for messages: ``"R535-R545"``, ``"R570 on early boards"``."""
+        return f"{self.drivers} on {self.boards}" if self.boards else str(self.drivers)
+
+
+@dataclass(frozen=True)
+class MemoryFact:
+    """The memory size a range of drivers reports for a profile.
+
+    The firmware reserves a little of each instance's memory, and how much has changed
+    between driver branches (H100 NVL 1g: 10.62 GiB on one driver, 10.75 GiB on R560), so
+    the size is a per-driver fact; the profile's ``memory_mib`` is the reference figure used
+    when the driver is unknown or no fact covers it.
+
+    Attributes:
+        mib: ``memorySizeMB`` as NVML reports it, in MiB (``-lgip`` prints it in GiB with two
+            decimals, so a figure read from ``-lgip`` is exact to 1/16 GiB).
+        drivers: Driver branches reporting this size.
+        evidence: Where it was seen (URL with commit, issue or PR number).
+        strength: How sure the fact is (see :class:`Evidence`).
+    """
+
+    mib: int
+    drivers: DriverRange
+    evidence: str
+    strength: Evidence = Evidence.MEASURED
+
+
+class NameStatus(str, Enum):
+    """Whether a profile name exists on a driver (see :meth:`GpuModel.check_profile_name`)."""
+
+    AVAILABLE = "available"
+    """The name exists on the given driver, or on every driver and board of the model."""
+    DRIVER_DEPENDENT = "driver-dependent"
+    """The name exists only on some drivers or boards, and the driver given (if any) cannot
+    settle it: no driver was given, or on that driver it depends on the board."""
+    NOT_ON_DRIVER = "not-on-driver"
+    """The profile exists, but the given driver does not print this name."""
+    UNKNOWN = "unknown"
+    """The model has no profile of that name on any driver."""
+
+
+@dataclass(frozen=True)
+class NameCheck:
+    """The answer of :meth:`GpuModel.check_profile_name`.
+
+    Attributes:
+        profile: The profile the name resolves to on some driver; ``None`` when ``UNKNOWN``.
+        status: The verdict.
+        message: One line for the user; empty when ``AVAILABLE`` under the given name on
+            every driver, otherwise it names the drivers (and boards) the name exists on and
+            the evidence.
+    """
+
+    profile: GiProfile | None
+    status: NameStatus
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        """True when the name is certainly usable (``AVAILABLE``)."""
+        return self.status is NameStatus.AVAILABLE
+
+
+@dataclass(frozen=True)
 class GiProfile:
     """One GPU-instance profile of one GPU model, as NVML describes it.
 
@@ -75,7 +176,9 @@ class GiProfile:
         nvml_index: The ``NVML_GPU_INSTANCE_PROFILE_*`` constant NVML is queried with.
         compute_slices: Compute (SM) slices the instance takes, the ``Ng`` in its name.
         memory_slices: Memory slices it takes; also the placement size. A 3g takes 4.
-        memory_mib: Memory size in MiB (``memorySizeMB``, which NVML reports in MiB).
+        memory_mib: Reference memory size in MiB (``memorySizeMB``, which NVML reports in
+            MiB): the figure when the driver is unknown; ``memory_facts`` hold per-driver
+            figures (see :meth:`memory_mib_on`).
         sm_count: Streaming multiprocessors of the instance.
         max_instances: Most instances of this profile one GPU can hold.
         placements: Allowed start positions, in memory slices (``-lgipp``'s ``{starts}``).
@@ -83,7 +186,11 @@ class GiProfile:
         media_extensions: True for ``+me``/``+me.all`` profiles, which take the GPU's single
             set of media extensions: at most one such instance per GPU, whatever its profile.
         min_driver: First driver branch known to offer the profile (``"470"``), or ``None``.
-        aliases: Other names some drivers use for the same profile (``3g.39gb``).
+        name_facts: The names the profile goes by per driver, with evidence. ``name`` is
+            implied on every driver the profile exists on unless a record for it is given
+            (then only where its records say); other names are aliases, accepted by
+            :meth:`GpuModel.profile` and judged by :meth:`GpuModel.check_profile_name`.
+        memory_facts: Memory sizes per driver, first match wins (see :meth:`memory_mib_on`).
     """
 
     name: str
@@ -102,7 +209,50 @@ class GiProfile:
     ofas: int
     media_extensions: bool = False
     min_driver: str | None = None
-    aliases: tuple[str, ...] = ()
+    name_facts: tuple[ProfileName, ...] = ()
+    memory_facts: tuple[MemoryFact, ...] = ()
+
+    @property
+    def drivers(self) -> DriverRange:
+        """The driver branches that offer the profile at all (from ``min_driver``)."""
+        return DriverRange(int(self.min_driver)) if self.min_driver else DriverRange()
+
+    def known_names(self) -> tuple[ProfileName, ...]:
+        """Every name record, the canonical name's implied one first when not given."""
+        if any(fact.name == self.name for fact in self.name_facts):
+            return self.name_facts
+        implied = ProfileName(self.name, self.drivers, "the catalogue's reference name")
+        return (implied, *self.name_facts)
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Names other than ``name`` that some drivers or boards print for this profile."""
+        seen = dict.fromkeys(f.name for f in self.name_facts if f.name != self.name)
+        return tuple(seen)
+
+    def exists_on(self, driver: DriverVersion | None) -> bool:
+        """Whether ``driver`` offers the profile (True when the driver is unknown)."""
+        return driver is None or self.drivers.contains(driver)
+
+    def names_on(self, driver: DriverVersion) -> tuple[str, ...]:
+        """The names ``driver`` is known to print for this profile (empty if none)."""
+        if not self.exists_on(driver):
+            return ()
+        found = (f.name for f in self.known_names() if f.drivers.contains(driver))
+        return tuple(dict.fromkeys(found))
+
+    def memory_mib_on(self, driver: DriverVersion | None) -> int:
+        """Memory in MiB that ``driver`` reports: its fact's figure, else the reference."""
+        if driver is not None:
+            for fact in self.memory_facts:
+                if fact.drivers.contains(driver):
+                    return fact.mib
+        return self.memory_mib
+
+    def memory_range_mib(self) -> tuple[int, int]:
+        """The smallest and largest size any known driver reports: its known variance."""
+        sizes = [self.memory_mib, *(fact.mib for fact in self.memory_facts)]
+        return min(sizes), max(sizes)
 
     @property
     def nvml_name(self) -> str:
@@ -160,7 +310,9 @@ class GpuModel:
         by_name: dict[str, GiProfile] = {}
         for profile in self.profiles:
             for name in (profile.name, *profile.aliases):
-                by_name[name.lower()] = profile
+                other = by_name.setdefault(name.lower(), profile)
+                if other is not profile:
+                    raise ValueError(f"{self.key}: {name} names {other.name} and {profile.name}")
         object.__setattr__(self, "_by_name", by_name)
 
     @property
@@ -191,6 +343,54 @@ class GpuModel:
         """Whether ``name`` (or an alias of it) is a profile of this model."""
         return _strip_compute_instance(normalise_profile_name(name)).lower() in self._by_name
 
+    def check_profile_name(self, name: str, driver: DriverVersion | None = None) -> NameCheck:
+        """Whether ``driver`` (None: unknown) prints the profile name ``name``.
+
+        :meth:`profile` accepts every name any driver uses; this says whether the name fits
+        the driver at hand, which is what a mig-parted config needs (MIG Manager rejects a
+        name the node's driver does not print). See :class:`NameStatus` for the verdicts.
+        """
+        wanted = _strip_compute_instance(normalise_profile_name(name))
+        profile = self._by_name.get(wanted.lower())
+        if profile is None:
+            known = ", ".join(p.name for p in self.profiles)
+            return NameCheck(
+                None,
+                NameStatus.UNKNOWN,
+                f"{self.key} has no MIG profile {wanted!r} (known: {known})",
+            )
+        facts = [f for f in profile.known_names() if f.name.lower() == wanted.lower()]
+        if profile.drivers.is_any and any(f.everywhere for f in facts):
+            return NameCheck(profile, NameStatus.AVAILABLE, "")
+        where = "; ".join(_fact_text(f) for f in facts)
+        if driver is None:
+            return NameCheck(
+                profile,
+                NameStatus.DRIVER_DEPENDENT,
+                f"{self.key}: MIG {wanted} exists only on {where}{_elsewhere(profile, wanted)}",
+            )
+        here = [f for f in facts if f.drivers.contains(driver) and profile.exists_on(driver)]
+        if any(not f.boards for f in here):
+            return NameCheck(profile, NameStatus.AVAILABLE, "")
+        if here:
+            return NameCheck(
+                profile,
+                NameStatus.DRIVER_DEPENDENT,
+                f"{self.key}: MIG {wanted} on driver {driver} exists only on {where}",
+            )
+        if not profile.exists_on(driver):
+            instead = f"; driver {driver} has no such profile (it needs {profile.drivers})"
+        elif names := profile.names_on(driver):
+            instead = f"; driver {driver} calls it {' or '.join(names)}"
+        else:
+            instead = ""
+        return NameCheck(
+            profile,
+            NameStatus.NOT_ON_DRIVER,
+            f"{self.key}: MIG {wanted} does not exist on driver {driver}: known on {where}"
+            f"{instead}",
+        )
+
     def profile_by_nvml_id(self, nvml_id: int) -> GiProfile | None:
         """The profile NVML knows by ``nvml_id``, or None."""
         return next((p for p in self.profiles if p.nvml_id == nvml_id), None)
@@ -202,6 +402,17 @@ class GpuModel:
     def device_filter(self) -> list[str]:
         """This model's PCI IDs as mig-parted ``device-filter`` strings."""
         return [format_pci_device_id(d) for d in self.pci_device_ids]
+
+
+def _fact_text(fact: ProfileName) -> str:
+    return f"{fact.where()} ({fact.evidence})"
+
+
+def _elsewhere(profile: GiProfile, wanted: str) -> str:
+    others = [f for f in profile.known_names() if f.name.lower() != wanted.lower()]
+    if not others:
+        return ""
+    return "; elsewhere: " + ", ".join(f"{f.name} on {f.where()}" for f in others)
 
 
 _PROFILE_NAME = re.compile(r"^(?:\d+c\.)?\d+g\.\d+gb(?:[+-][a-z.]+)?$", re.IGNORECASE)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GiProfile, GpuModel
+from migscope.core.catalogue import Evidence, GiProfile, GpuModel, ProfileName
+from migscope.core.drivers import DriverRange
 from migscope.core.gpu_models.shapes import (
     AMPERE_ENGINES,
     IDX_1,
@@ -17,6 +18,27 @@ from migscope.core.gpu_models.shapes import (
 )
 
 __all__ = ["A30", "A100_40GB", "A100_80GB"]
+
+_MIG_PARTED_31 = (
+    "mig-parted#31 (https://github.com/NVIDIA/mig-parted/issues/31): A100 80GB lists "
+    "3g.39gb instead of 3g.40gb on drivers 535.x and 545.x"
+)
+_R535 = DriverRange(535, 545)
+A100_80GB_NAMES = {
+    "3g": (ProfileName("3g.39gb", _R535, _MIG_PARTED_31),),
+    "4g": (
+        ProfileName(
+            "4g.39gb", _R535, _MIG_PARTED_31, "by analogy with 3g.39gb", strength=Evidence.INFERRED
+        ),
+    ),
+    "7g": (
+        ProfileName(
+            "7g.79gb",
+            _R535,
+            "dcgm-exporter#713 and #544 (https://github.com/NVIDIA/dcgm-exporter/issues/713)",
+        ),
+    ),
+}
 
 A100_40GB = GpuModel(
     key="A100-40GB",
@@ -85,7 +107,7 @@ A100_80GB = GpuModel(
         sms={"1g": 14, "1g+me": 14, "1g2": 14, "2g": 28, "3g": 42, "4g": 56, "7g": 98},
         engines=AMPERE_ENGINES,
         min_driver={"1g+me": "470", "1g2": "525"},
-        aliases={"3g": ("3g.39gb",), "4g": ("4g.39gb",)},
+        name_facts=A100_80GB_NAMES,
     ),
     evidence=Evidence.DOCUMENTED,
     source=(

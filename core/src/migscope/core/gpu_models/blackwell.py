@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GiProfile, GpuModel
+from migscope.core.catalogue import Evidence, GiProfile, GpuModel, ProfileName
+from migscope.core.drivers import DriverRange
 from migscope.core.gpu_models.shapes import (
     BLACKWELL_ENGINES,
     IDX_1,
@@ -23,6 +24,13 @@ from migscope.core.gpu_models.shapes import (
 )
 
 __all__ = ["B200", "B300", "GB200", "GB300", "RTX_PRO_6000"]
+
+_GB200_EARLY = (
+    "gpu-operator#1303 (https://github.com/NVIDIA/gpu-operator/pull/1303) lists 1g.24gb on an "
+    "early HGX GB200; mig-parted#227/#228 (https://github.com/NVIDIA/mig-parted/issues/227) "
+    "say production boards print 1g.23gb and refuse the early names"
+)
+_EARLY_BOARDS = "early (pre-production) GB200 boards"
 
 B200 = GpuModel(
     key="B200-180GB",
@@ -75,12 +83,15 @@ GB200 = GpuModel(
         },
         sms={"1g": 18, "1g+me": 18, "1g2": 32, "2g": 38, "3g": 60, "4g": 76, "7g": 152},
         engines=BLACKWELL_ENGINES,
-        aliases={
-            "1g": ("1g.24gb",),
-            "1g+me": ("1g.24gb+me",),
-            "3g": ("3g.95gb",),
-            "4g": ("4g.95gb",),
-            "7g": ("7g.189gb",),
+        name_facts={
+            kind: (ProfileName(name, DriverRange(), _GB200_EARLY, boards=_EARLY_BOARDS),)
+            for kind, name in (
+                ("1g", "1g.24gb"),
+                ("1g+me", "1g.24gb+me"),
+                ("3g", "3g.95gb"),
+                ("4g", "4g.95gb"),
+                ("7g", "7g.189gb"),
+            )
         },
     ),
     evidence=Evidence.INFERRED,

@@ -12,9 +12,10 @@ H200): 1g {0..6}:1, 1g+me {0..6}:1, 1g double-memory {0,2,4,6}:2, 2g {0,2,4}:2, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from migscope.core.catalogue import GiProfile
+from migscope.core.catalogue import GiProfile, MemoryFact, ProfileName
 
 __all__ = [
     "AMPERE_ENGINES",
@@ -120,9 +121,14 @@ def eight_slice(
     engines: dict[str, Engines],
     *,
     min_driver: dict[str, str] | None = None,
-    aliases: dict[str, tuple[str, ...]] | None = None,
+    name_facts: Mapping[str, tuple[ProfileName, ...]] | None = None,
+    memory_facts: Mapping[str, tuple[MemoryFact, ...]] | None = None,
 ) -> tuple[GiProfile, ...]:
-    """Profiles of an 8-memory-slice, 7-compute-slice GPU from its names, sizes and SMs."""
+    """Profiles of an 8-memory-slice, 7-compute-slice GPU from its names, sizes and SMs.
+
+    ``name_facts`` and ``memory_facts`` give, per kind, the names and sizes that only some
+    drivers report (see :class:`ProfileName` and :class:`MemoryFact`).
+    """
     out = []
     for kind in _EIGHT_SLICE_ORDER:
         if kind not in names:
@@ -147,7 +153,8 @@ def eight_slice(
                 ofas=e.ofa,
                 media_extensions=me,
                 min_driver=(min_driver or {}).get(kind),
-                aliases=(aliases or {}).get(kind, ()),
+                name_facts=(name_facts or {}).get(kind, ()),
+                memory_facts=(memory_facts or {}).get(kind, ()),
             )
         )
     return tuple(out)
