@@ -11,7 +11,9 @@ The schema follows mig-parted's ``api/spec/v1`` (see ``reference/mig-manager.md`
 
 One module per job: :mod:`.model` (the schema), :mod:`.parse` (text to a validated config,
 with the line of every problem), :mod:`.emit` (a config back to text), :mod:`.build`
-(entries from layouts, merging configs) and :mod:`.check` (layouts against the catalogue).
+(entries from layouts, merging configs), :mod:`.check` (layouts against the catalogue),
+:mod:`.instances` (the GPU instances a ``mig-devices`` mapping with compute-instance profiles
+makes) and :mod:`.filters` (``device-filter`` strings read base 0, as mig-parted reads them).
 This package is pure: it takes and returns text and data, never files.
 """
 
@@ -26,6 +28,8 @@ from migscope.core.migparted.check import (
 )
 from migscope.core.migparted.emit import emit_config
 from migscope.core.migparted.errors import ConfigConflictError, ConfigError
+from migscope.core.migparted.filters import DeviceFilter, DeviceFilterError, parse_device_filter
+from migscope.core.migparted.instances import gpu_instances
 from migscope.core.migparted.model import Devices, MigConfigEntry, MigPartedConfig
 from migscope.core.migparted.parse import parse_config
 
@@ -34,6 +38,8 @@ __all__ = [
     "ConfigConflictError",
     "ConfigError",
     "ConfigReport",
+    "DeviceFilter",
+    "DeviceFilterError",
     "Devices",
     "MigConfigEntry",
     "MigPartedConfig",
@@ -41,6 +47,8 @@ __all__ = [
     "emit_config",
     "entry_applies_to",
     "entry_for_layout",
+    "gpu_instances",
     "merge_configs",
     "parse_config",
+    "parse_device_filter",
 ]

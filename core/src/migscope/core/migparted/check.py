@@ -9,12 +9,18 @@ is a report per named config that ``migscope validate-config`` prints as text or
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.core.catalogue import CatalogueError, GpuModel, all_models, parse_pci_device_id
-from migscope.core.layout import is_valid
+from migscope.core.catalogue import GpuModel, all_models
+from migscope.core.layout import Layout, is_valid
+from migscope.core.migparted.filters import DeviceFilterError, parse_device_filter
+from migscope.core.migparted.instances import (
+    compute_instance_problem,
+    gpu_instances,
+    split_device_profile,
+)
 from migscope.core.migparted.model import MigConfigEntry, MigPartedConfig
 
 __all__ = ["ConfigCheck", "ConfigReport", "check_config", "entry_applies_to"]
@@ -224,10 +230,37 @@ def _check_entry_on(found: _Findings, index: int, entry: MigConfigEntry, model: 
 
 
 def _layout_problem(entry: MigConfigEntry, model: GpuModel) -> str | None:
-    """Why the entry's layout cannot be built on ``model``, or None if it can."""
+    """Why the entry's layout cannot be built on ``model``, or None if it can.
+
+    Compute-instance keys (``"1c.7g.40gb": 7``) are counted as mig-parted builds them: CIs
+    share GPU instances, so the layout checked is the GPU instances they need.
+    """
     if not entry.mig_enabled or not entry.mig_devices:
         return None
-    return is_valid(model, entry.mig_devices).reason
+    devices = entry.mig_devices
+    for name in devices:
+        problem = compute_instance_problem(name)
+        if problem is not None:
+            return problem
+    if not all(model.has_profile(name) for name in devices):
+        return is_valid(model, devices).reason
+    instances = gpu_instances(devices, canonical=lambda gi: model.profile(gi).name)
+    reason = is_valid(model, instances).reason
+    if reason is None or not _has_compute_instances(devices):
+        return reason
+    made = Layout.of(model, instances)
+    return f"{reason} (mig-devices {_devices_text(devices)} make GPU instances {made})"
+
+
+def _has_compute_instances(devices: Mapping[str, int]) -> bool:
+    return any(
+        (split := split_device_profile(name)) is not None and split.is_compute_instance
+        for name in devices
+    )
+
+
+def _devices_text(devices: Mapping[str, int]) -> str:
+    return " + ".join(name if n == 1 else f"{name}×{n}" for name, n in devices.items() if n)
 
 
 def _missing_profiles(names: Sequence[str]) -> str:
@@ -241,8 +274,8 @@ def _missing_profiles(names: Sequence[str]) -> str:
 def _filter_id(text: str) -> int:
     """The packed device+vendor ID of a device-filter string (validated already)."""
     try:
-        return parse_pci_device_id(text)
-    except CatalogueError:  # pragma: no cover - the schema admits only well-formed IDs
+        return parse_device_filter(text).device_vendor
+    except DeviceFilterError:  # pragma: no cover - the schema admits only readable filters
         return -1
 
 

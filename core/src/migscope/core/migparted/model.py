@@ -11,7 +11,6 @@ mig-parted's hyphenated keys, and only those.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Literal, TypeAlias
 
@@ -29,6 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from migscope.core.catalogue import is_profile_name, normalise_profile_name
+from migscope.core.migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core.yaml_messages import describe_value
 
 __all__ = [
@@ -49,8 +49,6 @@ ENTRY_KEYS = ("devices", "device-filter", "mig-enabled", "mig-devices")
 """The keys of one entry of a named config, in mig-parted's order."""
 SCHEMA_ERROR = "migparted"
 """The ``PydanticCustomError`` type of the schema's own problems."""
-
-_PCI_FILTER = re.compile(r"^0x[0-9A-Fa-f]{8}(?::0x[0-9A-Fa-f]{8})?$")
 
 
 def _problem(message: str, *, key: str | None = None) -> PydanticCustomError:
@@ -180,17 +178,21 @@ class MigConfigEntry(BaseModel):
 
 
 def _check_pci_filter(item: object) -> None:
-    """Raise unless ``item`` is a quoted mig-parted PCI ID such as ``"0x233510DE"``."""
+    """Raise unless ``item`` is a quoted PCI ID mig-parted reads (base 0: hex or decimal)."""
     if isinstance(item, int) and not isinstance(item, bool):
         raise _problem(
             f'PCI IDs must be quoted strings like "0x233510DE"; got the number {item} '
             f"(YAML reads an unquoted 0x{item:08X} as an integer)"
         )
-    if not isinstance(item, str) or not _PCI_FILTER.match(item):
+    if not isinstance(item, str):
+        raise _problem(f'{item!r} is not a PCI ID (expected a string such as "0x233510DE")')
+    try:
+        parse_device_filter(item)
+    except DeviceFilterError as exc:
         raise _problem(
-            f'{item!r} is not a PCI ID (expected 0xDDDDVVVV such as "0x233510DE", '
-            'optionally with a subsystem ":0xSSSSvvvv")'
-        )
+            f"{item!r} is not a PCI ID mig-parted can match: {exc} (expected 0xDDDDVVVV such "
+            'as "0x233510DE" or its decimal value, optionally with a subsystem ":0xSSSSvvvv")'
+        ) from None
 
 
 Entries = Annotated[
