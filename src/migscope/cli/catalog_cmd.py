@@ -1,7 +1,9 @@
 """``migscope catalog``: the GPU models, their MIG profiles and placements, and valid layouts.
 
 It answers the questions a platform engineer asks before writing a mig-parted config: what is
-the 2g profile called on this GPU, where may it start, and which mixes fit at all.
+the 2g profile called on this GPU, where may it start, and which mixes fit at all; and
+``migscope catalog check`` says where a GPU's own ``nvidia-smi mig -lgip``/``-lgipp`` output
+disagrees with the catalogue.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from typing import Any
 
 import click
 
+from migscope.cli.catalog_check import check
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import CatalogueError, GpuModel, all_models, find_model
 from migscope.core.layout import Layout, is_valid, maximal_layouts, valid_layouts
 
-__all__ = ["catalog", "model_json", "profile_rows"]
+__all__ = ["catalog", "model_json", "profile_rows", "show"]
 
 
 def _placements_text(starts: tuple[int, ...], size: int) -> str:
@@ -136,12 +139,48 @@ def _model_text(model: GpuModel, *, layouts: bool, maximal_only: bool) -> str:
     return "\n".join(parts)
 
 
-@click.command()
+class _CatalogGroup(click.Group):
+    """``catalog [MODEL]`` shows the catalogue; ``catalog check FILE`` compares a paste with it.
+
+    Anything that is not a subcommand's name goes to ``show``, so ``migscope catalog H200
+    --layouts`` keeps working as it always has.
+    """
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in self.commands:
+            return super().resolve_command(ctx, args)
+        return "show", self.commands["show"], args
+
+
+@click.group(
+    cls=_CatalogGroup,
+    invoke_without_command=True,
+    context_settings={"ignore_unknown_options": True},
+    options_metavar="",
+    subcommand_metavar="[MODEL] [OPTIONS] | check FILE [OPTIONS]",
+    help=(
+        "The MIG catalogue: GPU models, profiles, placements and valid layouts.\n\n"
+        "\b\n"
+        "migscope catalog                     list the catalogued GPU models\n"
+        "migscope catalog MODEL [--layouts]   one model's profiles ('catalog show MODEL')\n"
+        "migscope catalog check FILE          compare nvidia-smi mig -lgip/-lgipp output"
+    ),
+)
+@click.pass_context
+def catalog(ctx: click.Context) -> None:
+    """Show the catalogue, or run ``check``; what ``catalog MODEL`` means is in ``help``."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(show)
+
+
+@catalog.command("show")
 @click.argument("model", required=False)
 @format_option(["table", "json"], help_text="What to print: table (default) or json.")
 @click.option("--layouts", is_flag=True, help="Also list every valid layout (needs MODEL).")
 @click.option("--maximal", is_flag=True, help="With --layouts: only layouts that cannot grow.")
-def catalog(
+def show(
     model: str | None, format_: str | None, output: str | None, layouts: bool, maximal: bool
 ) -> None:
     """Show MIG profiles and placements for MODEL, or list the catalogued GPU models.
@@ -171,3 +210,6 @@ def catalog(
         click.echo(json.dumps(model_json(gpu, layouts=layouts, maximal_only=maximal), indent=2))
     else:
         click.echo(_model_text(gpu, layouts=layouts, maximal_only=maximal))
+
+
+catalog.add_command(check)

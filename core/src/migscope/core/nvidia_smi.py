@@ -3,8 +3,11 @@
 ``nvidia-smi mig -lgip`` (profiles), ``-lgipp`` (possible placements), ``-lgi`` (existing GPU
 instances) and ``nvidia-smi -L`` (devices) are what operators paste into tickets and what NVIDIA
 documents; migscope pins its catalogue to such recordings and can check a node's own output
-against it. Parsers take text (no I/O), skip ``#`` comment lines, tolerate CRLF line ends and
-the column widths of different drivers, and ignore lines they do not understand.
+against it. Parsers take text (no I/O) and read what real pastes hold: the column widths of
+every driver, several GPUs, CRLF line ends, trailing spaces, markdown indentation, block
+quotes (``> ``) and fences, shell prompts and other commands' output around the table, blank
+lines a web page put between a profile's two table lines, and tables whose ``|`` borders a
+renderer dropped. They skip ``#`` comment lines and ignore lines they do not understand.
 """
 
 from __future__ import annotations
@@ -76,15 +79,26 @@ class ListedDevice:
     mig_devices: tuple[tuple[str, str], ...]  # (profile name, MIG device UUID)
 
 
+_QUOTE = re.compile(r"^(?:\s*>)+")
+
+
 def _lines(text: str) -> list[str]:
-    return [line.rstrip("\r\n ") for line in text.splitlines() if not line.startswith("#")]
+    """The text's lines without comments, quote markers, surrounding space or blank lines."""
+    lines = []
+    for raw in text.splitlines():
+        if raw.startswith("#"):
+            continue
+        line = _QUOTE.sub("", raw).strip()
+        if line:
+            lines.append(line)
+    return lines
 
 
 _LGIP_FIRST = re.compile(
-    r"^\|\s+(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<id>\d+)\s+(?P<free>\d+)/(?P<total>\d+)\s+"
-    r"(?P<mem>[\d.]+)\s+(?P<p2p>Yes|No)\s+(?P<sm>\d+)\s+(?P<dec>\d+)\s+(?P<enc>\d+)\s+\|$"
+    r"^\|?\s*(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<id>\d+)\s+(?P<free>\d+)\s*/\s*(?P<total>\d+)"
+    r"\s+(?P<mem>\d+(?:\.\d+)?)\s+(?P<p2p>Yes|No)\s+(?P<sm>\d+)\s+(?P<dec>\d+)\s+(?P<enc>\d+)\s*\|?$"
 )
-_LGIP_SECOND = re.compile(r"^\|\s+(?P<ce>\d+)\s+(?P<jpeg>\d+)\s+(?P<ofa>\d+)\s+\|$")
+_LGIP_SECOND = re.compile(r"^\|?\s*(?P<ce>\d+)\s+(?P<jpeg>\d+)\s+(?P<ofa>\d+)\s*\|?$")
 
 
 def parse_lgip(text: str) -> list[ListedProfile]:
@@ -117,8 +131,8 @@ def parse_lgip(text: str) -> list[ListedProfile]:
 
 
 _LGIPP = re.compile(
-    r"^GPU\s+(?P<gpu>\d+)\s+Profile ID\s+(?P<id>\d+)\s+Placements?\s*:\s*"
-    r"\{(?P<starts>[\d,\s]*)\}:(?P<size>\d+)$"
+    r"^GPU\s+(?P<gpu>\d+)\s+Profile\s+ID\s+(?P<id>\d+)\s+Placements?\s*:\s*"
+    r"\{(?P<starts>[\d,\s]*)\}\s*:\s*(?P<size>\d+)$"
 )
 
 
@@ -126,7 +140,7 @@ def parse_lgipp(text: str) -> list[ListedPlacements]:
     """Parse ``nvidia-smi mig -lgipp`` lines like ``GPU 0 Profile ID 9 Placements: {0,4}:4``."""
     rows = []
     for line in _lines(text):
-        match = _LGIPP.match(line.strip())
+        match = _LGIPP.match(line)
         if match:
             starts = tuple(int(s) for s in match["starts"].replace(" ", "").split(",") if s)
             rows.append(
@@ -136,8 +150,8 @@ def parse_lgipp(text: str) -> list[ListedPlacements]:
 
 
 _LGI = re.compile(
-    r"^\|\s+(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<pid>\d+)\s+(?P<iid>\d+)\s+"
-    r"(?P<start>\d+):(?P<size>\d+)\s+\|$"
+    r"^\|?\s*(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<pid>\d+)\s+(?P<iid>\d+)\s+"
+    r"(?P<start>\d+):(?P<size>\d+)\s*\|?$"
 )
 
 
@@ -161,7 +175,7 @@ def parse_lgi(text: str) -> list[ListedGpuInstance]:
 
 
 _LIST_GPU = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[^)]+)\)$")
-_LIST_MIG = re.compile(r"^\s+MIG (?P<name>\S+)\s+Device\s+\d+: \(UUID: (?P<uuid>[^)]+)\)$")
+_LIST_MIG = re.compile(r"^MIG (?P<name>\S+)\s+Device\s+\d+: \(UUID: (?P<uuid>[^)]+)\)$")
 
 
 def parse_list(text: str) -> list[ListedDevice]:
