@@ -45,6 +45,7 @@ from migscope.core.nvidia_smi import (
     parse_lgipp,
     parse_list,
 )
+from migscope.core.profile_table import identify_model, tables_from_nvidia_smi
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL = FIXTURES / "real"
@@ -555,6 +556,55 @@ def test_lgi_instances_sit_at_catalogued_placements(output: SmiOutput) -> None:
 def test_device_list_names_catalogued_models(output: SmiOutput) -> None:
     devices = parse_list(output.path.read_text(encoding="utf-8"))
     assert list_differences(output.model, devices) == []
+
+
+def _profile_listings() -> list[Any]:
+    """Every fixture with -lgip or -lgipp rows, found by reading the files (not listed).
+
+    The manifest gives a real capture's driver, model and xfail reason; a bare ``-lgipp``
+    names no profile, so its model comes from the manifest or from the ``-lgip`` beside it.
+    """
+    manifest = {o.path: o for o in SMI_OUTPUTS}
+    found = []
+    for path in sorted(FIXTURES.rglob("*.txt")):
+        text = path.read_text(encoding="utf-8")
+        if not (parse_lgip(text) or parse_lgipp(text)):
+            continue
+        entry = manifest.get(path)
+        model = entry.model if entry else None
+        if model is None and not parse_lgip(text):
+            sibling = path.with_name(path.name.replace("lgipp", "lgip"))
+            (table,) = tables_from_nvidia_smi(sibling.read_text(encoding="utf-8"), source="x")
+            model = getattr(identify_model(table).model, "key", None)
+        reason = entry.marks.get("test_catalog_check_exits_0") if entry else None
+        found.append(
+            pytest.param(
+                path,
+                entry.driver if entry else None,
+                model,
+                id=str(path.relative_to(FIXTURES)),
+                marks=[_xfail(reason)] if reason else [],
+            )
+        )
+    return found
+
+
+@pytest.mark.parametrize(("path", "driver", "model"), _profile_listings())
+def test_catalog_check_exits_0(path: Path, driver: int | None, model: str | None) -> None:
+    """``migscope catalog check`` finds the capture's model and no identity difference."""
+    lgip = bool(parse_lgip(path.read_text(encoding="utf-8")))
+    args = ["catalog", "check", str(path), "-o", "json"]
+    args += ["--driver", str(driver)] if driver else []
+    args += ["--model", model] if model and not lgip else []
+    result = CliRunner().invoke(cli, args)
+    assert "Traceback" not in result.output
+    assert result.exit_code == 0, result.stderr or result.stdout
+    data = json.loads(result.stdout)
+    assert data["ok"] is True
+    for table in data["tables"]:
+        if model is not None:
+            assert model in table["candidates"], (table["model"], table["identified"])
+        assert table["errors"] == 0
 
 
 # ---------------------------------------------------------------------------------------------
