@@ -11,9 +11,19 @@ import pytest
 from click.testing import CliRunner, Result
 
 from migscope.cli.main import cli
+from migscope.core.catalogue import all_models, model_for_pci
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "mig-parted" / "config-default.yaml"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE = FIXTURES / "mig-parted" / "config-default.yaml"
 MIGSCOPE = str(Path(sys.executable).with_name("migscope"))
+MODELS = len(all_models())
+# all-balanced filters H20 (0x232910DE): a warning only while H20 is not catalogued.
+H20_WARNINGS = (
+    ["all-balanced: entry 11: 0x232910DE is not in the catalogue; not checked"]
+    if model_for_pci(0x232910DE) is None
+    else []
+)
+DEFAULT_OK = f"ok: 81 configs valid against {MODELS} catalogued GPU models"
 
 MIXED = """\
 version: v1
@@ -62,10 +72,13 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_default_config_is_valid() -> None:
     result = invoke(str(FIXTURE))
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == [
-        "warning: all-balanced: entry 11: 0x232910DE is not in the catalogue; not checked",
-        "ok: 81 configs valid against 14 catalogued GPU models (1 warning)",
+    lines = result.stdout.splitlines()
+    assert [w for w in lines if w.startswith("warning: ")] == [
+        f"warning: {w}" for w in H20_WARNINGS
     ]
+    assert lines[-1].startswith(DEFAULT_OK)
+    notes = [n for n in lines if n.startswith("note: ")]
+    assert len(lines) == len(H20_WARNINGS) + len(notes) + 1
     assert result.stderr == ""
 
 
@@ -108,6 +121,8 @@ def test_json_report(tmp_path: Path) -> None:
     assert data["file"] == path
     assert data["valid"] is False
     assert data["gpu"] is None
+    assert data["driver"] is None
+    assert data["table"] == "catalogue"
     assert [c["name"] for c in data["configs"]] == ["h200-balanced", "custom-3", "h100-only"]
     assert data["configs"][0] == {
         "name": "h200-balanced",
@@ -116,6 +131,7 @@ def test_json_report(tmp_path: Path) -> None:
         "warnings": [],
         "models": ["H200-141GB"],
         "applies": True,
+        "notes": [],
     }
     assert data["configs"][1]["valid"] is False
     assert data["configs"][1]["errors"] == [
@@ -132,9 +148,7 @@ def test_json_report_of_the_default_config_is_valid() -> None:
     assert len(data["configs"]) == 81
     balanced = next(c for c in data["configs"] if c["name"] == "all-balanced")
     assert "H200-141GB" in balanced["models"]
-    assert balanced["warnings"] == [
-        "all-balanced: entry 11: 0x232910DE is not in the catalogue; not checked"
-    ]
+    assert balanced["warnings"] == H20_WARNINGS
 
 
 @pytest.mark.parametrize(
@@ -198,9 +212,7 @@ def test_an_unknown_gpu_is_one_error_line() -> None:
 def test_stdin(tmp_path: Path) -> None:
     result = invoke("-", stdin=FIXTURE.read_text(encoding="utf-8"))
     assert result.exit_code == 0
-    assert result.stdout.endswith(
-        "ok: 81 configs valid against 14 catalogued GPU models (1 warning)\n"
-    )
+    assert result.stdout.splitlines()[-1].startswith(DEFAULT_OK)
     result = invoke("-", stdin="version: v1\n")
     assert result.exit_code == 1
     assert (
@@ -223,9 +235,7 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 def test_the_console_script_exit_codes_and_streams(tmp_path: Path) -> None:
     ok = run(str(FIXTURE))
     assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.splitlines()[-1] == (
-        "ok: 81 configs valid against 14 catalogued GPU models (1 warning)"
-    )
+    assert ok.stdout.splitlines()[-1].startswith(DEFAULT_OK)
     assert ok.stderr == ""
 
     invalid = run(write(tmp_path, MIXED))
@@ -244,3 +254,128 @@ def test_the_console_script_exit_codes_and_streams(tmp_path: Path) -> None:
 
     usage = run("--no-such-option")
     assert usage.returncode == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# --driver: names that exist only on some drivers
+
+SEVEN_79 = """\
+version: v1
+mig-configs:
+  a100-80gb-whole:
+    - device-filter: ["0x20B510DE"]
+      devices: all
+      mig-enabled: true
+      mig-devices:
+        "7g.79gb": 1
+"""
+"""A100 80GB's R535-R545 name for 7g.80gb (dcgm-exporter#713; catalogue name facts)."""
+
+
+def test_a_name_of_other_drivers_is_a_warning_for_the_given_driver(tmp_path: Path) -> None:
+    path = write(tmp_path, SEVEN_79)
+    result = invoke(path, "--driver", "550.54.15")
+    assert result.exit_code == 0, result.output
+    warning, verdict = result.stdout.splitlines()
+    assert warning.startswith(
+        "warning: a100-80gb-whole: entry 0 on A100-80GB: A100-80GB: MIG 7g.79gb does not "
+        "exist on driver 550.54.15: known on R535-R545"
+    )
+    assert warning.endswith("driver 550.54.15 calls it 7g.80gb")
+    assert verdict == (
+        f"ok: 1 config valid against {MODELS} catalogued GPU models with driver 550.54.15 "
+        "(1 warning)"
+    )
+
+
+def test_the_same_name_on_its_own_driver_is_fine(tmp_path: Path) -> None:
+    result = invoke(write(tmp_path, SEVEN_79), "--driver", "R535", "-o", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["driver"] == "R535"
+    (config,) = data["configs"]
+    assert (config["warnings"], config["notes"], config["models"]) == ([], [], ["A100-80GB"])
+
+
+def test_without_a_driver_driver_dependent_names_are_notes(tmp_path: Path) -> None:
+    result = invoke(write(tmp_path, SEVEN_79))
+    assert result.exit_code == 0, result.output
+    note, verdict = result.stdout.splitlines()
+    assert note.startswith(
+        "note: a100-80gb-whole: entry 0 on A100-80GB: A100-80GB: MIG 7g.79gb exists only on "
+        "R535-R545"
+    )
+    assert verdict.endswith("(1 note)")
+
+
+def test_a_bad_driver_is_one_error_line(tmp_path: Path) -> None:
+    result = invoke(write(tmp_path, SEVEN_79), "--driver", "5.x")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("migscope: error: --driver: not a driver version: '5.x'")
+
+
+# ---------------------------------------------------------------------------------------------
+# --gpu-table: the GPU's own table instead of the built-in one
+
+H200_TABLE = (FIXTURES / "h200" / "lgip.txt").read_text(encoding="utf-8") + (
+    FIXTURES / "h200" / "lgipp.txt"
+).read_text(encoding="utf-8")
+
+
+def test_the_gpus_own_table_is_used_and_named(tmp_path: Path) -> None:
+    table = write(tmp_path, H200_TABLE, "h200-table.txt")
+    result = invoke(str(FIXTURE), "--gpu-table", table)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"ok: 10 configs valid on H200-141GB per the GPU's own table (nvidia-smi output in "
+        f"{table}, GPU 0); 71 for other GPU models only\n"
+    )
+    data = json.loads(invoke(str(FIXTURE), "--gpu-table", table, "-o", "json").stdout)
+    assert (data["gpu"], data["table"]) == (
+        "H200-141GB",
+        f"observed from nvidia-smi output in {table}, GPU 0",
+    )
+
+
+def test_the_gpus_own_table_wins_over_the_catalogue(tmp_path: Path) -> None:
+    """A table allowing one 3g.71gb (one field changed for the test) refuses 3g.71gb×2."""
+    one_3g = H200_TABLE.replace(
+        "|   0  MIG 3g.71gb          9     2/2", "|   0  MIG 3g.71gb          9     1/1"
+    )
+    assert one_3g != H200_TABLE
+    config = write(tmp_path, MIXED.replace('"3g.71gb": 2\n        "1g.18gb": 1', '"3g.71gb": 2'))
+    assert invoke(config, "--gpu", "H200").exit_code == 0
+    result = invoke(config, "--gpu-table", write(tmp_path, one_3g, "table.txt"))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        "custom-3: entry 0 on H200-141GB: 3g.71gb×2: at most 1 × 3g.71gb per H200-141GB GPU, "
+        "asked for 2"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        (
+            (FIXTURES / "h200" / "lgip.txt").read_text(encoding="utf-8"),
+            "--gpu-table: {path}: GPU 0's table cannot describe a GPU model: it has no "
+            "placements (add `nvidia-smi mig -lgipp` output)",
+        ),
+        ("no table here\n", "{path}: no `nvidia-smi mig -lgip` or `-lgipp` table found"),
+        (
+            H200_TABLE
+            + H200_TABLE.replace("|   0  MIG", "|   1  MIG")
+            .replace("GPU  0 ", "GPU  1 ")
+            .replace("9     2/2", "9     1/1"),
+            "--gpu-table: {path} holds different tables for GPU 0, GPU 1; keep one GPU's",
+        ),
+    ],
+    ids=["no-placements", "no-table", "two-different-gpus"],
+)
+def test_an_unusable_gpu_table_is_one_error_line(tmp_path: Path, table: str, message: str) -> None:
+    path = write(tmp_path, table, "table.txt")
+    result = invoke(str(FIXTURE), "--gpu-table", path)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("migscope: error: " + message.format(path=path))

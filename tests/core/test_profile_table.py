@@ -128,19 +128,21 @@ def test_placements_alone_cannot_tell_8_slice_models_apart() -> None:
 
 
 def test_same_names_different_sms_is_no_match() -> None:
-    """H20 has GH200-96GB's profile names but fewer SMs: it must not pass for a GH200."""
+    """H20 has GH200-96GB's profile names but fewer SMs: names alone must not identify."""
     text = (FIXTURES / "nvidia-smi" / "nvidia-smi-gh200-lgip.txt").read_text(encoding="utf-8")
     (table,) = tables_from_nvidia_smi(text, source="x")
     assert identify_model(table).model is find_model("GH200-96GB")
-    halved = dataclasses.replace(
+    other_sms = dataclasses.replace(
         table,
         profiles=tuple(
-            dataclasses.replace(p, sm_count=(p.sm_count or 2) // 2) for p in table.profiles
+            dataclasses.replace(p, sm_count=(p.sm_count or 0) + 1000) for p in table.profiles
         ),
     )
-    found = identify_model(halved)
+    found = identify_model(other_sms)
     assert found.model is None
-    assert "matches no catalogued model (closest: GH200-96GB" in found.describe(halved)
+    assert found.agreeing == 0
+    assert find_model("GH200-96GB") in found.candidates
+    assert found.describe(other_sms).startswith("matches no catalogued model (closest: ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +278,9 @@ def test_the_table_wins_where_it_differs() -> None:
 def test_a_table_without_placements_cannot_make_a_model() -> None:
     text = (FIXTURES / "h200" / "lgip.txt").read_text(encoding="utf-8")
     (table,) = tables_from_nvidia_smi(text, source="x")
-    with pytest.raises(ProfileTableError, match=r"lack placements \(add `nvidia-smi mig -lgipp`"):
+    with pytest.raises(
+        ProfileTableError, match=r"it has no placements \(add `nvidia-smi mig -lgipp`"
+    ):
         model_from_table(table, H200)
 
 

@@ -3,20 +3,32 @@
 MIG Manager only discovers a bad entry on the node, after it has paused the GPU operands,
 and then leaves the node ``failed``. This command finds the same mistakes offline: schema
 errors with their line, and layouts that cannot be placed on the GPU models an entry reaches.
+With ``--driver`` it also warns about profile names the node's driver does not print; with
+``--gpu-table`` it checks against the GPU's own profile table instead of the built-in one.
 Exit status: 0 all configs valid, 1 something invalid or unreadable, 2 usage error.
 """
 
 from __future__ import annotations
 
 import json
-import sys
+from dataclasses import dataclass
 
 import click
 
 from migscope.cli.errors import InvalidInput
+from migscope.cli.gpu_table import (
+    group_tables,
+    parse_driver,
+    read_input,
+    read_tables,
+    resolve_model,
+    table_model,
+)
 from migscope.cli.params import chosen_format, format_option
-from migscope.core.catalogue import GpuModel, UnknownGpuError, find_model
+from migscope.core.catalogue import GpuModel
+from migscope.core.drivers import DriverVersion
 from migscope.core.migparted import ConfigCheck, ConfigError, check_config, parse_config
+from migscope.core.profile_table import ProfileTableError, model_from_table
 
 __all__ = ["validate_config"]
 
@@ -29,54 +41,87 @@ __all__ = ["validate_config"]
     metavar="MODEL",
     help="Check every config for this GPU model only (catalogue key, NVML name or PCI ID).",
 )
+@click.option(
+    "--driver",
+    "driver_text",
+    metavar="VERSION",
+    help="The nodes' driver (535, R535 or 535.129.03): warn about profile names it does not "
+    "print. Without it, names that depend on the driver are listed as notes.",
+)
+@click.option(
+    "--gpu-table",
+    "table_file",
+    metavar="TABLE",
+    help="Check against the GPU's own profile table: a file of its `nvidia-smi mig -lgip` "
+    "and `-lgipp` output, used instead of the built-in table of its model.",
+)
 @format_option(["text", "json"], help_text="Report format: text (default) or json.")
 def validate_config(
-    file: str, gpu_query: str | None, format_: str | None, output: str | None
+    file: str,
+    gpu_query: str | None,
+    driver_text: str | None,
+    table_file: str | None,
+    format_: str | None,
+    output: str | None,
 ) -> None:
     """Validate the mig-parted config FILE ('-' for stdin) against the MIG catalogue.
 
     Without --gpu, each entry is checked on every catalogued GPU model it can reach. With
     --gpu, every config meant for that model must fit it; configs for other models only are
-    counted and skipped.
+    counted and skipped. --gpu-table TABLE checks for the GPU whose profile table TABLE holds
+    (its model from --gpu, else from the table).
     """
     output = chosen_format(format_, output, "text")
-    gpu = _resolve_gpu(gpu_query)
-    text = _read(file)
+    driver = parse_driver(driver_text)
+    gpu = resolve_model(gpu_query, "--gpu")
+    table = _gpu_table(table_file, gpu, driver) if table_file is not None else None
+    if table is not None:
+        gpu = table.model
+        driver = driver or table.driver
+    text = read_input(file)
     try:
         config = parse_config(text)
     except ConfigError as exc:
         where = f"{file}:{exc.line}" if exc.line is not None else file
         raise InvalidInput(f"{where}: {exc.message}{_more(exc)}") from exc
-    report = check_config(config, gpu=gpu)
+    report = check_config(config, gpu=gpu, driver=driver)
     if output == "json":
-        click.echo(json.dumps(_as_json(file, report), indent=2))
+        click.echo(json.dumps(_as_json(file, report, table), indent=2))
     else:
-        _print_text(file, report)
+        _print_text(file, report, table)
     if not report.ok:
         click.get_current_context().exit(1)
 
 
-def _resolve_gpu(query: str | None) -> GpuModel | None:
-    """The catalogue model for ``--gpu``, or an error line listing the known keys."""
-    if query is None:
-        return None
-    try:
-        return find_model(query)
-    except UnknownGpuError as exc:
-        raise InvalidInput(f"--gpu: {exc}") from exc
+@dataclass(frozen=True)
+class _Table:
+    """The GPU's own profile table, made into the model the configs are checked against."""
+
+    model: GpuModel
+    source: str
+    driver: DriverVersion | None
+
+    @property
+    def label(self) -> str:
+        return f"the GPU's own table ({self.source.removeprefix('observed from ')})"
 
 
-def _read(file: str) -> str:
-    """The file's text; any reason it cannot be read becomes one error line."""
-    if file == "-":
-        return sys.stdin.read()
+def _gpu_table(table_file: str, gpu: GpuModel | None, driver: DriverVersion | None) -> _Table:
+    """``--gpu-table``: one GPU's table from the file, as a model (the table wins)."""
+    groups = group_tables(read_tables(table_file, read_input(table_file), driver))
+    if len(groups) > 1:
+        labels = ", ".join(g.label for g in groups)
+        raise InvalidInput(
+            f"--gpu-table: {table_file} holds different tables for {labels}; keep one GPU's"
+        )
+    (group,) = groups
+    base = table_model(table_file, group, gpu).model
     try:
-        with open(file, encoding="utf-8") as handle:
-            return handle.read()
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{file}: not UTF-8 text (byte {exc.start})") from exc
-    except OSError as exc:
-        raise InvalidInput(f"{file}: cannot read: {exc.strerror or exc}") from exc
+        observed = model_from_table(group.table, base)
+    except ProfileTableError as exc:
+        raise InvalidInput(f"--gpu-table: {table_file}: {exc}") from exc
+    where = f"{observed.source}, {group.label}"
+    return _Table(observed, where, driver or group.table.driver)
 
 
 def _more(exc: ConfigError) -> str:
@@ -85,42 +130,52 @@ def _more(exc: ConfigError) -> str:
     return f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
 
 
-def _print_text(file: str, report: ConfigCheck) -> None:
-    """Errors one per line on stdout, then warnings; the verdict last."""
+def _print_text(file: str, report: ConfigCheck, table: _Table | None) -> None:
+    """Errors one per line on stdout, then warnings and notes; the verdict last."""
     for config in report.invalid:
         for error in config.errors:
             click.echo(error)
     for warning in report.warnings:
         click.echo(f"warning: {warning}")
+    for note in report.notes:
+        click.echo(f"note: {note}")
     for error in report.errors:
         click.echo(f"{file}: {error}")
     skipped = len(report.not_applicable)
     total = len(report.configs) - skipped
     noun = "config" if total == 1 else "configs"
     if report.ok:
-        scope = (
-            f"on {report.gpu}"
-            if report.gpu
-            else f"against {len(report.models_checked)} catalogued GPU models"
-        )
+        if report.gpu and table is not None:
+            scope = f"on {report.gpu} per {table.label}"
+        elif report.gpu:
+            scope = f"on {report.gpu}"
+        else:
+            scope = f"against {len(report.models_checked)} catalogued GPU models"
+        if report.driver is not None:
+            scope += f" with driver {report.driver}"
         others = f"; {skipped} for other GPU models only" if skipped else ""
-        click.echo(f"ok: {total} {noun} valid {scope}{others}{_warning_count(report)}")
+        click.echo(f"ok: {total} {noun} valid {scope}{others}{_counts(report)}")
         return
     bad = len(report.invalid) + len(report.errors)
     click.echo(f"invalid: {bad} of {total} {noun} in {file}", err=True)
 
 
-def _warning_count(report: ConfigCheck) -> str:
-    count = len(report.warnings)
-    return f" ({count} warning{'s' if count > 1 else ''})" if count else ""
+def _counts(report: ConfigCheck) -> str:
+    parts = []
+    for count, noun in ((len(report.warnings), "warning"), (len(report.notes), "note")):
+        if count:
+            parts.append(f"{count} {noun}{'s' if count > 1 else ''}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
-def _as_json(file: str, report: ConfigCheck) -> dict[str, object]:
+def _as_json(file: str, report: ConfigCheck, table: _Table | None) -> dict[str, object]:
     """The stable JSON shape documented in ``docs/mig-parted-config.md``."""
     return {
         "file": file,
         "valid": report.ok,
         "gpu": report.gpu,
+        "driver": None if report.driver is None else str(report.driver),
+        "table": "catalogue" if table is None else table.source,
         "errors": list(report.errors),
         "configs": [config.as_dict() for config in report.configs],
     }

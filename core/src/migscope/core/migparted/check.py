@@ -4,6 +4,9 @@ MIG Manager finds out that a layout cannot be built only on the node, mid-change
 operands already paused. Here every ``mig-devices`` layout is checked for placement validity
 on each catalogued GPU model it can reach (or on the one model asked for), and the verdict
 is a report per named config that ``migscope validate-config`` prints as text or JSON.
+Profile names are also held against the node's driver: a name the model has only on other
+drivers (A100 80GB ``7g.79gb`` is R535-R545 only) is a warning for that driver, and without a
+driver such names are noted as driver-dependent.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.core.catalogue import GpuModel, all_models
+from migscope.core.catalogue import GpuModel, NameStatus, all_models
+from migscope.core.drivers import DriverVersion
 from migscope.core.layout import Layout, is_valid
 from migscope.core.migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core.migparted.instances import (
@@ -36,8 +40,11 @@ class ConfigReport:
         name: The config name (the value of ``nvidia.com/mig.config``).
         errors: One line each: config, entry index, model and why.
         warnings: Things that did not make the config invalid but were not checked or
-            look wrong (an uncatalogued PCI ID, a name no label can select).
+            look wrong (an uncatalogued PCI ID, a name no label can select, a profile name
+            the given driver does not print).
         models: Keys of the catalogued models the config applies to and was found valid on.
+        notes: Without a driver: profile names that exist only on some drivers or boards,
+            with where they do.
         applies: False when checking for one GPU model (``gpu=``) and the config is meant
             for other models only: its entries' filters name other GPUs, or its profiles
             are other models' names (``all-1g.5gb`` on an H200). Such a config is skipped,
@@ -49,6 +56,7 @@ class ConfigReport:
     warnings: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     applies: bool = True
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -64,6 +72,7 @@ class ConfigReport:
             "warnings": list(self.warnings),
             "models": list(self.models),
             "applies": self.applies,
+            "notes": list(self.notes),
         }
 
 
@@ -75,6 +84,7 @@ class ConfigCheck:
     gpu: str | None = None
     models_checked: tuple[str, ...] = field(default=())
     errors: tuple[str, ...] = ()
+    driver: DriverVersion | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,6 +106,11 @@ class ConfigCheck:
         """Every warning of every config."""
         return tuple(w for report in self.configs for w in report.warnings)
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Every note of every config."""
+        return tuple(n for report in self.configs for n in report.notes)
+
     def __getitem__(self, name: str) -> ConfigReport:
         """The report of the config called ``name``."""
         for report in self.configs:
@@ -115,7 +130,12 @@ def entry_applies_to(entry: MigConfigEntry, model: GpuModel) -> bool:
     return any(_filter_id(f) in model.pci_device_ids for f in entry.device_filter)
 
 
-def check_config(config: MigPartedConfig, *, gpu: GpuModel | None = None) -> ConfigCheck:
+def check_config(
+    config: MigPartedConfig,
+    *,
+    gpu: GpuModel | None = None,
+    driver: DriverVersion | None = None,
+) -> ConfigCheck:
     """Check every named config's layouts against the MIG catalogue.
 
     Without ``gpu``, an entry is checked on each catalogued model it can reach: the models
@@ -127,20 +147,23 @@ def check_config(config: MigPartedConfig, *, gpu: GpuModel | None = None) -> Con
 
     Args:
         config: A parsed config.
-        gpu: Check for this one model only.
+        gpu: Check for this one model only (a catalogued model, or one made from the GPU's
+            own profile table by :func:`migscope.core.profile_table.model_from_table`).
+        driver: The nodes' driver: profile names the model has only on other drivers are
+            warnings. None: names that depend on the driver are notes.
 
     Returns:
         A :class:`ConfigCheck` with a report per config name.
     """
     reports = tuple(
-        _check_named(name, entries, gpu) for name, entries in config.mig_configs.items()
+        _check_named(name, entries, gpu, driver) for name, entries in config.mig_configs.items()
     )
     if gpu is None:
-        return ConfigCheck(reports, None, tuple(m.key for m in all_models()))
+        return ConfigCheck(reports, None, tuple(m.key for m in all_models()), driver=driver)
     errors: tuple[str, ...] = ()
     if not any(report.applies for report in reports):
         errors = (f"no config in the file applies to {gpu.key}",)
-    return ConfigCheck(reports, gpu.key, (gpu.key,), errors)
+    return ConfigCheck(reports, gpu.key, (gpu.key,), errors, driver)
 
 
 @dataclass
@@ -148,20 +171,31 @@ class _Findings:
     """What checking one named config found so far."""
 
     name: str
+    driver: DriverVersion | None = None
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
 
     def report(self) -> ConfigReport:
         order = [m.key for m in all_models()]
         models = sorted(self.models, key=lambda k: order.index(k) if k in order else len(order))
-        return ConfigReport(self.name, tuple(self.errors), tuple(self.warnings), tuple(models))
+        return ConfigReport(
+            self.name,
+            tuple(self.errors),
+            tuple(self.warnings),
+            tuple(models),
+            notes=tuple(dict.fromkeys(self.notes)),
+        )
 
 
 def _check_named(
-    name: str, entries: Sequence[MigConfigEntry], gpu: GpuModel | None
+    name: str,
+    entries: Sequence[MigConfigEntry],
+    gpu: GpuModel | None,
+    driver: DriverVersion | None,
 ) -> ConfigReport:
-    found = _Findings(name)
+    found = _Findings(name, driver)
     if not _LABEL_VALUE.match(name):
         found.warnings.append(
             f"{name}: not a valid Kubernetes label value, so nvidia.com/mig.config cannot select it"
@@ -227,6 +261,21 @@ def _check_entry_on(found: _Findings, index: int, entry: MigConfigEntry, model: 
         found.models.add(model.key)
     else:
         found.errors.append(f"{found.name}: entry {index} on {model.key}: {reason}")
+    if entry.mig_enabled:
+        _check_names_on_driver(found, index, entry, model)
+
+
+def _check_names_on_driver(
+    found: _Findings, index: int, entry: MigConfigEntry, model: GpuModel
+) -> None:
+    """Warn about names the driver does not print; note driver-dependent ones."""
+    where = f"{found.name}: entry {index} on {model.key}"
+    for name in entry.mig_devices or {}:
+        verdict = model.check_profile_name(name, found.driver)
+        if verdict.status is NameStatus.NOT_ON_DRIVER:
+            found.warnings.append(f"{where}: {verdict.message}")
+        elif verdict.status is NameStatus.DRIVER_DEPENDENT:
+            found.notes.append(f"{where}: {verdict.message}")
 
 
 def _layout_problem(entry: MigConfigEntry, model: GpuModel) -> str | None:

@@ -31,16 +31,16 @@ def model_from_table(table: ProfileTable, base: GpuModel) -> GpuModel:
     where = f"GPU {table.gpu_index}'s table" if table.gpu_index is not None else "the table"
     if not table.profiles:
         raise ProfileTableError(f"{where} has no profiles")
-    missing_details = [p.label for p in table.profiles if not _complete(p)]
-    if missing_details:
+    lacking = [p.label for p in table.profiles if not _complete(p)]
+    if lacking:
         raise ProfileTableError(
-            f"{where} cannot describe a GPU model: {', '.join(missing_details)} lack a name, "
-            "size or counts (add `nvidia-smi mig -lgip` output)"
+            f"{where} cannot describe a GPU model: {_which(lacking, table)} no name, size or "
+            "counts (add `nvidia-smi mig -lgip` output)"
         )
-    missing_places = [p.label for p in table.profiles if p.placements is None]
-    if missing_places:
+    unplaced = [p.label for p in table.profiles if p.placements is None]
+    if unplaced:
         raise ProfileTableError(
-            f"{where} cannot describe a GPU model: {', '.join(missing_places)} lack placements "
+            f"{where} cannot describe a GPU model: {_which(unplaced, table)} no placements "
             "(add `nvidia-smi mig -lgipp` output)"
         )
     profiles = tuple(_observed_profile(p, base) for p in table.profiles)
@@ -58,6 +58,11 @@ def model_from_table(table: ProfileTable, base: GpuModel) -> GpuModel:
         )
     except ValueError as exc:
         raise ProfileTableError(f"{where} cannot describe a GPU model: {exc}") from exc
+
+
+def _which(labels: list[str], table: ProfileTable) -> str:
+    """``"it has"`` when every profile lacks the thing, else the ones that do."""
+    return "it has" if len(labels) == len(table.profiles) else f"{', '.join(labels)} have"
 
 
 def _complete(observed: ObservedProfile) -> bool:
