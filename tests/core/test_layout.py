@@ -127,6 +127,12 @@ def _brute_force_valid(model: GpuModel, names: list[str]) -> bool:
         return False
     if sum(p.media_extensions for p in profiles) > 1:
         return False
+    for i, greedy in enumerate(profiles):  # +me.all takes every media engine
+        others = profiles[:i] + profiles[i + 1 :]
+        if greedy.takes_all_media and any(
+            p.decoders + p.encoders + p.jpegs + p.ofas for p in others
+        ):
+            return False
     if sum(p.compute_slices for p in profiles) > model.compute_slices:
         return False
     for starts in itertools.product(*(p.placements for p in profiles)):

@@ -32,7 +32,14 @@ from click.testing import CliRunner
 from migscope.analyzer.openmetrics import parse_exposition
 from migscope.analyzer.report import validate_report
 from migscope.cli.main import cli
-from migscope.core.catalogue import GpuModel, find_model, model_for_name, model_for_pci
+from migscope.core.catalogue import (
+    CatalogueError,
+    GpuModel,
+    find_model,
+    model_for_name,
+    model_for_pci,
+)
+from migscope.core.drivers import DriverVersion
 from migscope.core.layout import is_valid
 from migscope.core.migparted import check_config, parse_config
 from migscope.core.nvidia_smi import (
@@ -123,86 +130,20 @@ class SmiOutput:
 
 
 SMI = REAL / "nvidia-smi"
-RTX_GRID = (
-    "real RTX PRO 6000 -lgipp/-lgi count placements on a 12-unit grid ({0,3,6,9}:3, {0,6}:6, "
-    "{0}:12); the catalogue models it as 4 memory slices (starts (0,1,2,3) size 1, (0,2) size "
-    "2, (0,) size 4)"
-)
 SMI_OUTPUTS = [
     SmiOutput(SMI / "nvidia-docs-a100-pcie-40gb-lgi-7x1g.5gb.txt", "A100-40GB", 460),
     SmiOutput(SMI / "opennebula-h100-nvl-lgip.txt", "H100-NVL-94GB"),
     SmiOutput(SMI / "opennebula-h100-nvl-lgi-L.txt", "H100-NVL-94GB"),
-    SmiOutput(
-        SMI / "azure-h100-nvl-lgip-driver560.txt",
-        "H100-NVL-94GB",
-        560,
-        marks={
-            "test_lgip_matches_catalogue": (
-                "H100 NVL on driver 560.35.03 reports larger GI memory than the catalogue "
-                "(which matches the OpenNebula capture): 1g.12gb and 1g.12gb+me 10.75 GiB vs "
-                "catalogue 10.62; 1g.24gb and 2g.24gb 21.62 vs 21.5; 3g.47gb and 4g.47gb 46.38 "
-                "vs 46.12; 7g.94gb 93.12 vs 92.62"
-            ),
-        },
-    ),
+    # driver 560.35.03 reports 10.75/21.62/46.38/93.12 GiB, the catalogue's R560 memory facts
+    SmiOutput(SMI / "azure-h100-nvl-lgip-driver560.txt", "H100-NVL-94GB", 560),
     SmiOutput(SMI / "azure-h100-nvl-lgipp-driver560.txt", "H100-NVL-94GB", 560),
-    SmiOutput(
-        SMI / "johng-h20-L-3gpus-mig.txt",
-        None,
-        570,
-        marks={
-            "test_device_list_names_catalogued_models": (
-                "NVIDIA H20 is not in the catalogue (only named in GH200-96GB's notes); the "
-                "real node runs 3g.48gb + 1g.24gb + 2x 1g.12gb on GPUs 0-2 and mig-parted "
-                "configs filter it as 0x232910DE"
-            ),
-        },
-    ),
-    SmiOutput(
-        SMI / "kubesimplify-rtx-pro-6000-lgip.txt",
-        "RTX-PRO-6000-96GB",
-        610,
-        marks={
-            "test_lgip_matches_catalogue": (
-                "RTX PRO 6000 Blackwell on driver 610.43.02: the catalogue has no NVML ids "
-                "(real: 1g.24gb 14, 1g.24gb+me 21, 1g.24gb+gfx 47, 1g.24gb+me.all 65, "
-                "1g.24gb-me 67, 2g.48gb 5, 2g.48gb+gfx 35, 2g.48gb+me.all 64, 2g.48gb-me 66, "
-                "4g.96gb 0, 4g.96gb+gfx 32); lacks profile 1g.24gb+me (id 21, 1/1, OFA 1); "
-                "memory 23.62/47.38/95.12 GiB vs catalogue 23.5/47.25/94.75"
-            ),
-        },
-    ),
-    SmiOutput(
-        SMI / "kubesimplify-rtx-pro-6000-lgipp.txt",
-        "RTX-PRO-6000-96GB",
-        610,
-        marks={
-            "test_lgipp_matches_catalogue": (
-                "catalogue has no NVML ids for RTX PRO 6000 (real -lgipp lists ids 14, 21, 47, "
-                f"65, 67, 5, 35, 64, 66, 0, 32); {RTX_GRID}"
-            ),
-        },
-    ),
-    SmiOutput(
-        SMI / "kubesimplify-rtx-pro-6000-lgi-mixed.txt",
-        "RTX-PRO-6000-96GB",
-        610,
-        marks={
-            "test_lgi_instances_sit_at_catalogued_placements": (
-                f"GI 1 2g.48gb (id 5) at 0:6, GI 5/6 1g.24gb (id 14) at 6:3 and 9:3; {RTX_GRID}"
-            ),
-        },
-    ),
-    SmiOutput(
-        SMI / "kubesimplify-rtx-pro-6000-lgi-4x1g.24gb.txt",
-        "RTX-PRO-6000-96GB",
-        610,
-        marks={
-            "test_lgi_instances_sit_at_catalogued_placements": (
-                f"GI 3-6 1g.24gb (id 14) at 0:3, 3:3, 6:3, 9:3; {RTX_GRID}"
-            ),
-        },
-    ),
+    SmiOutput(SMI / "johng-h20-L-3gpus-mig.txt", "H20-96GB", 570),
+    # RTX PRO 6000: the driver places on a 12-unit grid ({0,3,6,9}:3, {0,6}:6, {0}:12), three
+    # units per memory slice (GpuModel.placement_unit), which the comparisons convert.
+    SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgip.txt", "RTX-PRO-6000-96GB", 610),
+    SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgipp.txt", "RTX-PRO-6000-96GB", 610),
+    SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgi-mixed.txt", "RTX-PRO-6000-96GB", 610),
+    SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgi-4x1g.24gb.txt", "RTX-PRO-6000-96GB", 610),
     SmiOutput(SMI / "kubesimplify-rtx-pro-6000-L.txt", "RTX-PRO-6000-96GB", 610),
 ]
 
@@ -234,16 +175,8 @@ MIG_PARTED_FILES = [
             ),
         },
     ),
-    MigPartedFile(
-        MIG_PARTED / "gpu-operator-default-mig-parted-config.txt",
-        marks={
-            "test_mig_parted_device_filters_are_catalogued": (
-                "all-balanced entry 9 filters 0x232910DE (H20, per its comment '# H100-96GB, "
-                "PG506-96GB, GH200, H20') with mig-enabled: true; no catalogued model has that "
-                "PCI ID, so the entry is not checked for it"
-            ),
-        },
-    ),
+    # all-balanced entry 9 filters 0x232910DE (H20): catalogued as H20-96GB since issue 13
+    MigPartedFile(MIG_PARTED / "gpu-operator-default-mig-parted-config.txt"),
 ]
 
 
@@ -430,8 +363,14 @@ def _gib(mib: int) -> float:
     return float(f"{mib / 1024:.2f}")
 
 
-def lgip_differences(model: GpuModel, rows: list[ListedProfile]) -> list[str]:
-    """Every way the ``-lgip`` rows and the catalogue disagree, one line each."""
+def _driver(branch: int | None) -> DriverVersion | None:
+    return None if branch is None else DriverVersion((branch,))
+
+
+def lgip_differences(
+    model: GpuModel, rows: list[ListedProfile], driver: int | None = None
+) -> list[str]:
+    """Every way the ``-lgip`` rows and the catalogue (on ``driver``) disagree, one per line."""
     out = []
     for row in rows:
         if not model.has_profile(row.name):
@@ -444,7 +383,7 @@ def lgip_differences(model: GpuModel, rows: list[ListedProfile]) -> list[str]:
             "id": (profile.nvml_id, row.profile_id),
             "instances": (profile.max_instances, row.total),
             "SMs": (profile.sm_count, row.sm_count),
-            "GiB": (_gib(profile.memory_mib), row.memory_gib),
+            "GiB": (_gib(profile.memory_mib_on(_driver(driver))), row.memory_gib),
             "DEC": (profile.decoders, row.decoders),
             "ENC": (profile.encoders, row.encoders),
             "CE": (profile.copy_engines, row.copy_engines),
@@ -459,6 +398,14 @@ def lgip_differences(model: GpuModel, rows: list[ListedProfile]) -> list[str]:
     return out
 
 
+def _in_slices(model: GpuModel, start: int, size: int) -> tuple[int, int] | None:
+    """A driver's ``start:size`` in the model's memory slices, or None off its grid."""
+    try:
+        return model.slices_from_nvml(start, size)
+    except CatalogueError:
+        return None
+
+
 def lgipp_differences(model: GpuModel, rows: list[ListedPlacements]) -> list[str]:
     out = []
     for row in rows:
@@ -466,10 +413,18 @@ def lgipp_differences(model: GpuModel, rows: list[ListedPlacements]) -> list[str
         if profile is None:
             out.append(f"id {row.profile_id}: no catalogued profile has this NVML id")
             continue
-        if profile.placements != row.starts or profile.memory_slices != row.size:
+        spans = [_in_slices(model, start, row.size) for start in row.starts]
+        starts = tuple(span[0] for span in spans if span is not None)
+        sizes = {span[1] for span in spans if span is not None}
+        if (
+            len(starts) != len(row.starts)
+            or profile.placements != starts
+            or sizes != {profile.memory_slices}
+        ):
             out.append(
                 f"{profile.name} (id {row.profile_id}): catalogue {profile.placements}:"
-                f"{profile.memory_slices}, real {row.starts}:{row.size}"
+                f"{profile.memory_slices} memory slices, real {row.starts}:{row.size} in units "
+                f"of 1/{model.placement_unit} slice"
             )
     return out
 
@@ -483,13 +438,16 @@ def lgi_differences(model: GpuModel, rows: list[ListedGpuInstance]) -> list[str]
         profile = model.profile(row.name)
         if profile.nvml_id != row.profile_id:
             out.append(f"GI {row.instance_id} {row.name}: id {profile.nvml_id} vs {row.profile_id}")
-        if row.start not in profile.placements or row.size != profile.memory_slices:
+        span = _in_slices(model, row.start, row.size)
+        if span is None or span[0] not in profile.placements or span[1] != profile.memory_slices:
             out.append(
                 f"GI {row.instance_id} {row.name} at {row.start}:{row.size}: catalogue starts "
-                f"{profile.placements}, size {profile.memory_slices}"
+                f"{profile.placements}, size {profile.memory_slices} (memory slices of "
+                f"{model.placement_unit} driver units)"
             )
     if not out:
-        check = is_valid(model, [r.name for r in rows], keep=[(r.name, r.start) for r in rows])
+        keep = [(r.name, model.slices_from_nvml(r.start, r.size)[0]) for r in rows]
+        check = is_valid(model, [r.name for r in rows], keep=keep)
         if not check.ok:
             out.append(f"layout as placed is invalid: {check.reason}")
     return out
@@ -526,7 +484,7 @@ def test_lgip_matches_catalogue(output: SmiOutput) -> None:
     assert output.model is not None
     model = find_model(output.model)
     rows = parse_lgip(output.path.read_text(encoding="utf-8"))
-    assert lgip_differences(model, rows) == []
+    assert lgip_differences(model, rows, output.driver) == []
     listed = {row.name for row in rows}
     for profile in model.profiles:  # what the catalogue offers on this driver, the driver lists
         introduced = int(profile.min_driver) if profile.min_driver else 0

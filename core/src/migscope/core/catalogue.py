@@ -118,15 +118,21 @@ class MemoryFact:
     Attributes:
         mib: ``memorySizeMB`` as NVML reports it, in MiB (``-lgip`` prints it in GiB with two
             decimals, so a figure read from ``-lgip`` is exact to 1/16 GiB).
-        drivers: Driver branches reporting this size.
+        drivers: Driver branches reporting this size, or ``None`` when the source does not
+            say which driver printed it: such a fact widens :meth:`GiProfile.memory_range_mib`
+            but is never chosen by :meth:`GiProfile.memory_mib_on`.
         evidence: Where it was seen (URL with commit, issue or PR number).
         strength: How sure the fact is (see :class:`Evidence`).
     """
 
     mib: int
-    drivers: DriverRange
+    drivers: DriverRange | None
     evidence: str
     strength: Evidence = Evidence.MEASURED
+
+    def where(self) -> str:
+        """The drivers, for messages: ``"R560"``, or ``"an unstated driver"``."""
+        return "an unstated driver" if self.drivers is None else str(self.drivers)
 
 
 class NameStatus(str, Enum):
@@ -185,6 +191,10 @@ class GiProfile:
         copy_engines, decoders, encoders, jpegs, ofas: Engine counts from ``-lgip``.
         media_extensions: True for ``+me``/``+me.all`` profiles, which take the GPU's single
             set of media extensions: at most one such instance per GPU, whatever its profile.
+        takes_all_media: True for ``+me.all`` (RTX PRO Blackwell), which "allocates all
+            available media engines to this instance" (MIG user guide): no other instance on
+            the GPU may then hold a decoder, encoder, JPEG or OFA engine (only ``-me``
+            profiles, which have none, fit beside it).
         min_driver: First driver branch known to offer the profile (``"470"``), or ``None``.
         name_facts: The names the profile goes by per driver, with evidence. ``name`` is
             implied on every driver the profile exists on unless a record for it is given
@@ -211,6 +221,12 @@ class GiProfile:
     min_driver: str | None = None
     name_facts: tuple[ProfileName, ...] = ()
     memory_facts: tuple[MemoryFact, ...] = ()
+    takes_all_media: bool = False
+
+    @property
+    def has_media_engines(self) -> bool:
+        """Whether the instance holds any decoder, encoder, JPEG or optical-flow engine."""
+        return any((self.decoders, self.encoders, self.jpegs, self.ofas))
 
     @property
     def drivers(self) -> DriverRange:
@@ -245,7 +261,7 @@ class GiProfile:
         """Memory in MiB that ``driver`` reports: its fact's figure, else the reference."""
         if driver is not None:
             for fact in self.memory_facts:
-                if fact.drivers.contains(driver):
+                if fact.drivers is not None and fact.drivers.contains(driver):
                     return fact.mib
         return self.memory_mib
 
@@ -288,6 +304,11 @@ class GpuModel:
         evidence: How the data was established (see :class:`Evidence`).
         source: Where the data comes from, for humans; cites files and documents.
         notes: Caveats worth knowing when planning for this model.
+        placement_unit: How many of the driver's placement units make one memory slice.
+            ``-lgipp`` and ``-lgi`` count starts and sizes in these units: 1 on A100, H100,
+            H200 and B200, 3 on RTX PRO 6000 Blackwell, whose driver (610.43.02) prints
+            ``{0,3,6,9}:3`` for the 1g profiles, ``{0,6}:6`` for 2g and ``{0}:12`` for 4g.
+            The catalogue keeps placements in memory slices; see :meth:`slices_from_nvml`.
     """
 
     key: str
@@ -301,6 +322,7 @@ class GpuModel:
     evidence: Evidence
     source: str
     notes: str = ""
+    placement_unit: int = 1
     _by_name: dict[str, GiProfile] = field(init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -398,6 +420,25 @@ class GpuModel:
     def profile_by_nvml_index(self, nvml_index: int) -> GiProfile | None:
         """The profile NVML answers for ``NVML_GPU_INSTANCE_PROFILE_*`` index, or None."""
         return next((p for p in self.profiles if p.nvml_index == nvml_index), None)
+
+    def slices_from_nvml(self, start: int, size: int) -> tuple[int, int]:
+        """A ``(start, size)`` as ``-lgipp``/``-lgi``/NVML print it, in memory slices.
+
+        Raises:
+            CatalogueError: the span is not on this model's placement grid (a start or size
+                that is not a multiple of :attr:`placement_unit`).
+        """
+        unit = self.placement_unit
+        if start < 0 or size <= 0 or start % unit or size % unit:
+            raise CatalogueError(
+                f"placement {start}:{size} is not on {self.key}'s grid of {unit} driver "
+                f"units per memory slice"
+            )
+        return start // unit, size // unit
+
+    def nvml_span(self, start: int, size: int) -> tuple[int, int]:
+        """A ``(start, size)`` in memory slices as the driver prints it (the inverse)."""
+        return start * self.placement_unit, size * self.placement_unit
 
     def device_filter(self) -> list[str]:
         """This model's PCI IDs as mig-parted ``device-filter`` strings."""

@@ -2,8 +2,9 @@
 
 A layout is a multiset of GPU-instance profiles ("3g.71gb + 2g.35gb×2"). It is valid iff every
 instance can be given a start from its profile's placement list with no two instances sharing
-a memory slice, no profile over its instance limit and at most one media-extension (``+me``)
-instance. Counting slices is not enough: 3g+3g+1g needs 9 of 8 memory slices, and 1g+2g+2g+2g
+a memory slice, no profile over its instance limit, at most one media-extension (``+me``)
+instance, and nothing but ``-me`` instances beside a ``+me.all`` one (it takes every media
+engine). Counting slices is not enough: 3g+3g+1g needs 9 of 8 memory slices, and 1g+2g+2g+2g
 only fits with the 1g at slot 6 — which is why NVML's own ``-cgi 19,14,14,14`` can fail where
 ``-cgi 14,14,14,19`` succeeds. The solver here is exact (backtracking over the handful of
 starts each profile has), so it never rejects a layout the hardware accepts or vice versa.
@@ -190,6 +191,8 @@ def is_valid(
     media = [p.name for p in profiles if p.media_extensions]
     if len(media) > 1:
         return fail(f"at most one media-extension (+me) instance per GPU, asked for {len(media)}")
+    if clash := _media_clash(profiles):
+        return fail(clash)
     compute = sum(p.compute_slices for p in profiles)
     if compute > gpu.compute_slices:
         return fail(f"needs {compute} compute slices, a {gpu.key} has {gpu.compute_slices}")
@@ -227,6 +230,25 @@ def is_valid(
         placements = tuple(sorted([*fixed, *found], key=lambda p: p.start))
         return LayoutCheck(gpu, wanted, placements, None)
     return fail(_why_unplaceable(order, occupied, gpu.memory_slices))
+
+
+def _media_clash(profiles: Sequence[GiProfile]) -> str | None:
+    """Why a ``+me.all`` instance cannot share the GPU with these others, or None.
+
+    ``+me.all`` "allocates all available media engines to this instance" (MIG user guide,
+    RTX PRO Blackwell profiles), so every other instance must be one without media engines
+    (a ``-me`` profile).
+    """
+    greedy = next((p for p in profiles if p.takes_all_media), None)
+    if greedy is None:
+        return None
+    holder = next((p for p in profiles if p is not greedy and p.has_media_engines), None)
+    if holder is None:
+        return None
+    return (
+        f"{greedy.name} takes every media engine, so no other instance may hold one, and "
+        f"{holder.name} does (use a -me profile beside it)"
+    )
 
 
 def _starts(profile: GiProfile) -> str:
@@ -302,12 +324,14 @@ def _valid_layouts(gpu: GpuModel) -> tuple[Layout, ...]:
     found: set[Layout] = set()
     profiles = list(iter_profiles(gpu))
 
-    def walk(slot: int, chosen: list[GiProfile], compute: int, media: int) -> None:
+    def walk(slot: int, chosen: list[GiProfile], compute: int, media: int, engines: int) -> None:
+        """``media``: +me instances chosen; ``engines``: instances holding media engines."""
         if slot >= gpu.memory_slices:
             if chosen:
                 found.add(Layout.of(gpu, [p.name for p in chosen]))
             return
-        walk(slot + 1, chosen, compute, media)
+        walk(slot + 1, chosen, compute, media, engines)
+        greedy = any(p.takes_all_media for p in chosen)
         for profile in profiles:
             if slot not in profile.placements or slot + profile.memory_slices > gpu.memory_slices:
                 continue
@@ -317,16 +341,21 @@ def _valid_layouts(gpu: GpuModel) -> tuple[Layout, ...]:
                 continue
             if profile.media_extensions and media:
                 continue
+            if profile.takes_all_media and engines:
+                continue
+            if greedy and profile.has_media_engines:
+                continue
             chosen.append(profile)
             walk(
                 slot + profile.memory_slices,
                 chosen,
                 compute + profile.compute_slices,
                 media + profile.media_extensions,
+                engines + profile.has_media_engines,
             )
             chosen.pop()
 
-    walk(0, [], 0, 0)
+    walk(0, [], 0, 0, 0)
     return tuple(sorted(found, key=lambda lay: (lay.instance_count(), str(lay))))
 
 

@@ -14,14 +14,23 @@ to its architecture's module and to :data:`MODELS`.
 from __future__ import annotations
 
 from migscope.core.catalogue import GpuModel
-from migscope.core.gpu_models.ampere import A30, A100_40GB, A100_80GB
-from migscope.core.gpu_models.blackwell import B200, B300, GB200, GB300, RTX_PRO_6000
+from migscope.core.gpu_models.ampere import A30, A100_40GB, A100_80GB, PG506_96GB
+from migscope.core.gpu_models.blackwell import (
+    B200,
+    B300,
+    GB200,
+    GB300,
+    RTX_PRO_6000,
+)
 from migscope.core.gpu_models.hopper import (
     GH200_144GB,
+    H20,
+    H100_64GB,
     H100_96GB,
     H100_NVL,
     H100_PCIE,
     H100_SXM,
+    H100_SXM_94GB,
     H200,
 )
 
@@ -31,10 +40,14 @@ MODELS: tuple[GpuModel, ...] = (
     A30,
     A100_40GB,
     A100_80GB,
+    PG506_96GB,
     H100_SXM,
     H100_PCIE,
     H100_NVL,
+    H100_SXM_94GB,
+    H100_64GB,
     H100_96GB,
+    H20,
     H200,
     GH200_144GB,
     B200,

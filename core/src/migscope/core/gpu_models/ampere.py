@@ -17,25 +17,36 @@ from migscope.core.gpu_models.shapes import (
     hopper_names,
 )
 
-__all__ = ["A30", "A100_40GB", "A100_80GB"]
+__all__ = ["A30", "A100_40GB", "A100_80GB", "PG506_96GB"]
 
 _MIG_PARTED_31 = (
-    "mig-parted#31 (https://github.com/NVIDIA/mig-parted/issues/31): A100 80GB lists "
-    "3g.39gb instead of 3g.40gb on drivers 535.x and 545.x"
+    "mig-parted#31 (https://github.com/NVIDIA/mig-parted/issues/31): an A100 80GB's 3g "
+    "instance is named 3g.39gb instead of 3g.40gb on drivers 535.x and 545.x"
+)
+_DCGM_713 = (
+    "gpu-operator#687 / dcgm-exporter#713 (https://github.com/NVIDIA/dcgm-exporter/issues/"
+    "713): an A100 80GB PCIe on 535.154.05 reports GPU_I_PROFILE 7g.79gb for the instance "
+    "MIG Manager created from all-7g.80gb"
 )
 _R535 = DriverRange(535, 545)
+_ACCEPTED = "MIG Manager still accepted the 80gb/40gb name in its config on these drivers"
 A100_80GB_NAMES = {
-    "3g": (ProfileName("3g.39gb", _R535, _MIG_PARTED_31),),
+    "3g": (ProfileName("3g.39gb", _R535, _MIG_PARTED_31, _ACCEPTED),),
     "4g": (
         ProfileName(
-            "4g.39gb", _R535, _MIG_PARTED_31, "by analogy with 3g.39gb", strength=Evidence.INFERRED
+            "4g.39gb",
+            _R535,
+            _MIG_PARTED_31,
+            "by analogy with 3g.39gb (same 4 memory slices); not seen",
+            strength=Evidence.INFERRED,
         ),
     ),
     "7g": (
         ProfileName(
             "7g.79gb",
             _R535,
-            "dcgm-exporter#713 and #544 (https://github.com/NVIDIA/dcgm-exporter/issues/713)",
+            _DCGM_713,
+            "seen on 535.154.05; R545 by analogy with mig-parted#31. " + _ACCEPTED,
         ),
     ),
 }
@@ -49,8 +60,9 @@ A100_40GB = GpuModel(
         "A100-PCIE-40GB",
         "NVIDIA A800-SXM4-40GB",
         "NVIDIA A800 40GB PCIe",
+        "NVIDIA A800 40GB Active",
     ),
-    pci_device_ids=(0x20B010DE, 0x20B110DE, 0x20F110DE, 0x20F610DE),
+    pci_device_ids=(0x20B010DE, 0x20B110DE, 0x20F110DE, 0x20F610DE, 0x20BD10DE),
     architecture="ampere",
     compute_slices=7,
     memory_slices=8,
@@ -76,7 +88,9 @@ A100_40GB = GpuModel(
         "A100-PCIE-40GB on driver 460.32.03 "
         "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt); "
         "placements: NVIDIA MIG user guide A100-40GB -lgipp; 1g.5gb+me (R470+) and 1g.10gb "
-        "(R525+): MIG user guide, engines inferred; PCI IDs: mig-parted all-balanced filters."
+        "(R525+): MIG user guide, engines inferred; PCI IDs: mig-parted all-balanced filters, "
+        "plus A800-SXM4-40GB 0x20BD (NVIDIA/open-gpu-kernel-modules@df1c9a3 README.md, "
+        "pci.ids@c1c1254), which mig-parted's filters miss."
     ),
 )
 
@@ -87,6 +101,7 @@ A100_80GB = GpuModel(
         "NVIDIA A100 80GB PCIe",
         "NVIDIA A800-SXM4-80GB",
         "NVIDIA A800 80GB PCIe",
+        "NVIDIA A800 80GB PCIe LC",
     ),
     pci_device_ids=(0x20B210DE, 0x20B510DE, 0x20F310DE, 0x20F510DE),
     architecture="ampere",
@@ -112,7 +127,8 @@ A100_80GB = GpuModel(
     evidence=Evidence.DOCUMENTED,
     source=(
         "NVIDIA MIG user guide A100-80GB profile table (reference/mig-manager.md §4); "
-        "3g.39gb alias: drivers 535/545 (mig-parted #31); PCI IDs: mig-parted all-balanced."
+        "R535/R545 names 3g.39gb (mig-parted#31) and 7g.79gb (gpu-operator#687 / "
+        "dcgm-exporter#713, 535.154.05); PCI IDs: mig-parted all-balanced."
     ),
 )
 
@@ -170,4 +186,40 @@ A30 = GpuModel(
         "(reference/samples/nvidia-smi-a30-lgip.txt, -lgipp.txt); 2g.12gb+me: MIG user guide "
         "and mig-parted's all-2g.12gb.me, its NVML id (6) inferred."
     ),
+)
+
+
+PG506_96GB = GpuModel(
+    key="PG506-96GB",
+    names=("NVIDIA PG506-232", "NVIDIA PG506-230"),
+    pci_device_ids=(0x20B610DE,),
+    architecture="ampere",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=98304 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
+        mib={
+            "1g": gib(11.0),
+            "1g+me": gib(11.0),
+            "1g2": gib(23.0),
+            "2g": gib(23.0),
+            "3g": gib(46.5),
+            "4g": gib(46.5),
+            "7g": gib(93.0),
+        },
+        sms={"1g": 16, "1g+me": 16, "1g2": 16, "2g": 32, "3g": 48, "4g": 64, "7g": 112},
+        engines=AMPERE_ENGINES,
+        min_driver={"1g+me": "470", "1g2": "525"},
+    ),
+    evidence=Evidence.INFERRED,
+    source=(
+        "A GA100 (Ampere) board with 96 GB: PCI 0x20B6 'GA100GL [PG506-232]' (pci.ids@c1c1254) "
+        "and 'NVIDIA PG506-232' (NVIDIA/open-gpu-kernel-modules@df1c9a3 README.md); 124 SMs, "
+        "compute capability 8.0 and 98304 MiB in public run logs. mig-parted's config-default "
+        "files it with the 96GB Hopper parts (all-balanced: 1g.12gb x2, 2g.24gb, 3g.48gb; "
+        "all-3g.48gb, all-4g.48gb, all-7g.96gb), which names its profiles; SMs, sizes and the "
+        "1g.24gb/+me profiles are inferred from the A100 and the H100 96GB."
+    ),
+    notes="Ampere: no GPM, so per-instance activity needs DCGM profiling fields.",
 )

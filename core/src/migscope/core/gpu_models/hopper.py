@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GpuModel
+from migscope.core.catalogue import Evidence, GpuModel, MemoryFact
+from migscope.core.drivers import DriverRange
 from migscope.core.gpu_models.shapes import (
     HOPPER_ENGINES,
     MIB,
@@ -11,7 +12,52 @@ from migscope.core.gpu_models.shapes import (
     hopper_names,
 )
 
-__all__ = ["GH200_144GB", "H100_96GB", "H100_NVL", "H100_PCIE", "H100_SXM", "H200"]
+__all__ = [
+    "GH200_144GB",
+    "H20",
+    "H100_64GB",
+    "H100_96GB",
+    "H100_NVL",
+    "H100_PCIE",
+    "H100_SXM",
+    "H100_SXM_94GB",
+    "H200",
+]
+
+_KINDS = ("1g", "1g+me", "1g2", "2g", "3g", "4g", "7g")
+
+
+def _measured(
+    gib_by_kind: dict[str, float], drivers: DriverRange | None, evidence: str
+) -> dict[str, tuple[MemoryFact, ...]]:
+    """One :class:`MemoryFact` per profile kind from the GiB figures a -lgip printed."""
+    return {kind: (MemoryFact(gib(v), drivers, evidence),) for kind, v in gib_by_kind.items()}
+
+
+def _same_for_pairs(g1: float, g1_double: float, g3: float, g7: float) -> dict[str, float]:
+    """GiB per kind where 1g+me = 1g, 2g = 1g double-memory and 4g = 3g, as on every -lgip."""
+    return {
+        "1g": g1,
+        "1g+me": g1,
+        "1g2": g1_double,
+        "2g": g1_double,
+        "3g": g3,
+        "4g": g3,
+        "7g": g7,
+    }
+
+
+def _in_mib(g1: float, g1_double: float, g3: float, g7: float) -> dict[str, int]:
+    """MiB per kind from the four GiB figures -lgip prints (see :func:`_same_for_pairs`)."""
+    return {kind: gib(v) for kind, v in _same_for_pairs(g1, g1_double, g3, g7).items()}
+
+
+_VGPU_HOPPER = (
+    "NVIDIA AI Enterprise docs, NVIDIA vGPU Types by Hardware > Hopper Architecture vGPU "
+    "Types, MIG-backed tables (https://docs.nvidia.com/ai-enterprise/release-9/latest/"
+    "infra-software/vgpu/ ; the page's own URL not verified, read from a public snapshot)"
+)
+_README_595 = "NVIDIA/open-gpu-kernel-modules@df1c9a3 README.md (595.45.04) supported-GPU list"
 
 H100_SXM = GpuModel(
     key="H100-80GB",
@@ -64,12 +110,28 @@ H100_PCIE = GpuModel(
         },
         sms={"1g": 14, "1g+me": 14, "1g2": 14, "2g": 30, "3g": 46, "4g": 62, "7g": 114},
         engines=HOPPER_ENGINES,
+        memory_facts=_measured(
+            _same_for_pairs(9.62, 19.50, 39.25, 79.00),
+            DriverRange(525, 525),
+            "real -lgip of an H100 PCIe on 525.125.06 "
+            "(tests/fixtures/nvidia-smi/nvidia-smi-h100-pcie-80gb-lgip.txt)",
+        ),
     ),
     evidence=Evidence.MEASURED,
     source=(
         "Real `nvidia-smi mig -lgip`/`-lgipp` of an H100 PCIe on driver 525.125.06 "
         "(reference/samples/nvidia-smi-h100-pcie-80gb-lgip.txt, -lgipp.txt)."
     ),
+)
+
+_NVL_560 = _same_for_pairs(10.75, 21.62, 46.38, 93.12)
+_NVL_560_SOURCE = (
+    "real -lgip of an H100 NVL on 560.35.03, AlizeeChen11/mig-and-mps@2f33226 "
+    "(tests/fixtures/real/nvidia-smi/azure-h100-nvl-lgip-driver560.txt)"
+)
+_NVL_903 = (
+    "gpu-operator#900/#903 and mig-parted#101 (https://github.com/NVIDIA/gpu-operator/pull/903, "
+    "2024-08): H100 NVL -lgip with 10.75/21.62/46.38 GiB; driver not stated"
 )
 
 H100_NVL = GpuModel(
@@ -93,18 +155,28 @@ H100_NVL = GpuModel(
         },
         sms={"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132},
         engines=HOPPER_ENGINES,
+        memory_facts={
+            kind: (
+                *_measured(_NVL_560, DriverRange(560, 560), _NVL_560_SOURCE)[kind],
+                *_measured(_NVL_560, None, _NVL_903)[kind],
+            )
+            for kind in _KINDS
+        },
     ),
-    evidence=Evidence.DOCUMENTED,
+    evidence=Evidence.MEASURED,
     source=(
-        "NVIDIA MIG user guide H100 NVL table and real -lgip quoted in gpu-operator #900/#903 "
-        "(reference/mig-manager.md §4); MiB rounded to the 1/8 GiB the driver reports."
+        "Real -lgip of an H100 NVL, driver not stated (OpenNebula docs, "
+        "tests/fixtures/real/nvidia-smi/opennebula-h100-nvl-lgip.txt): the reference sizes "
+        "10.62/21.50/46.12/92.62 GiB, ids, SMs, engines; on driver 560.35.03 (Azure, "
+        "azure-h100-nvl-lgip-driver560.txt) and in gpu-operator#900/#903 the sizes are "
+        "10.75/21.62/46.38/93.12 GiB; placements: the Azure -lgipp."
     ),
 )
 
 H100_96GB = GpuModel(
     key="GH200-96GB",
-    names=("NVIDIA GH200 480GB", "NVIDIA H100 96GB", "NVIDIA PG506-96GB"),
-    pci_device_ids=(0x234210DE, 0x233D10DE, 0x20B610DE),
+    names=("NVIDIA GH200 480GB", "NVIDIA GH200 120GB", "NVIDIA H100 96GB"),
+    pci_device_ids=(0x234210DE, 0x233D10DE, 0x233810DE),
     architecture="hopper",
     compute_slices=7,
     memory_slices=8,
@@ -127,9 +199,113 @@ H100_96GB = GpuModel(
     source=(
         "Real `nvidia-smi mig -lgip` of a GH200 480GB (96GB HBM3) "
         "(reference/samples/nvidia-smi-gh200-lgip.txt); placements as every Hopper -lgipp. "
-        "Also H100-96GB and PG506-96GB, which share mig-parted's all-balanced entry."
+        "Also H100 96GB (0x233D), which shares mig-parted's all-balanced entry, and H100 SXM5 "
+        "96GB (0x2338, pci.ids@c1c1254): profiles assumed identical (not measured)."
     ),
-    notes="H20 (0x232910DE) shares the profile names but has fewer SMs; it is not catalogued.",
+    notes=(
+        "PG506-96GB (0x20B6), filed here before, is an Ampere GA100 part: see PG506-96GB. "
+        "H20 (0x2329) shares the profile names but has fewer SMs: see H20-96GB."
+    ),
+)
+
+H20 = GpuModel(
+    key="H20-96GB",
+    names=("NVIDIA H20",),
+    pci_device_ids=(0x232910DE,),
+    architecture="hopper",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=97871 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
+        mib=_in_mib(11.75, 23.5, 47.0, 94.0),
+        sms={"1g": 8, "1g+me": 8, "1g2": 16, "2g": 18, "3g": 36, "4g": 38, "7g": 78},
+        engines=HOPPER_ENGINES,
+    ),
+    evidence=Evidence.INFERRED,
+    source=(
+        "Names and counts: "
+        + _VGPU_HOPPER
+        + " (H20 SXM5 96GB: 1g.12gb x7, 1g.12gb+me, 1g.24gb x4, 2g.24gb x3, 3g.48gb x2, "
+        "4g.48gb, 7g.96gb) and the MIG user guide's Supported GPUs (H20 96GB, 7 instances); "
+        "3g.48gb + 1g.24gb + 2x 1g.12gb on real H20s (tests/fixtures/real/nvidia-smi/"
+        "johng-h20-L-3gpus-mig.txt, 570.158.01); PCI 0x2329 and the NVML name: "
+        + _README_595
+        + ". 1g.12gb: 8 SMs and 11.75 GiB in a public -lgip on 535.247.01 (a blog post in the "
+        "code index; repository not resolved). Other SMs (78 in all, pro rata of the H100's) "
+        "and sizes (multiples of the 1g) are inferred; placements as every Hopper part."
+    ),
+    notes=(
+        "The H20 SXM5 141GB (pci.ids 0x232C 'H20 HBM3e') uses the H200's names (vGPU docs) "
+        "and is not catalogued; its NVML name is not verified, so name matching may pick this "
+        "96GB model: pass the PCI ID."
+    ),
+)
+
+H100_SXM_94GB = GpuModel(
+    key="H100-SXM5-94GB",
+    names=("NVIDIA H100",),
+    pci_device_ids=(0x233910DE,),
+    architecture="hopper",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=95830 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
+        mib=_in_mib(10.62, 21.50, 46.12, 92.62),
+        sms={"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132},
+        engines=HOPPER_ENGINES,
+    ),
+    evidence=Evidence.INFERRED,
+    source=(
+        "Names and counts: "
+        + _VGPU_HOPPER
+        + " (H100 SXM5 94GB) and the MIG user guide's Supported GPUs (H100-SXM5 94GB); PCI "
+        "0x2339: pci.ids@c1c1254 'H100 SXM5 94GB' and "
+        + _README_595
+        + " ('NVIDIA H100'). Sizes, SMs and placements are inferred: equal to the H100 NVL's (same "
+        "memory and names); not measured."
+    ),
+)
+
+H100_64GB = GpuModel(
+    key="H100-SXM5-64GB",
+    names=("NVIDIA H100 SXM5 64GB",),
+    pci_device_ids=(0x233710DE,),
+    architecture="hopper",
+    compute_slices=7,
+    memory_slices=8,
+    memory_total_bytes=65 * 1024 * MIB,
+    profiles=eight_slice(
+        hopper_names("1g.8gb", "1g.16gb", "2g.16gb", "3g.32gb", "4g.32gb", "7g.64gb"),
+        mib=_in_mib(7.75, 15.75, 31.62, 63.38),
+        sms={"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132},
+        engines=HOPPER_ENGINES,
+    ),
+    evidence=Evidence.INFERRED,
+    source=(
+        "Names and counts: "
+        + _VGPU_HOPPER
+        + " (H100 SXM5 64GB: 1g.8gb x7, 1g.8gb+me, 1g.16gb x4, 2g.16gb x3, 3g.32gb x2, "
+        "4g.32gb, 7g.64gb); PCI 0x2337: pci.ids@c1c1254 'H100 SXM5 64GB'. The NVML name is "
+        "the pci.ids name (not verified); sizes (0.8x the H100 80GB's), SMs and placements "
+        "inferred from the H100 SXM."
+    ),
+)
+
+# memorySizeMB per kind, NVML probe of the real H200 (fixtures/h200/nvml_probe.json)
+_H200_580 = {
+    "1g": 16384,
+    "1g+me": 16384,
+    "1g2": 33280,
+    "2g": 33280,
+    "3g": 71424,
+    "4g": 71424,
+    "7g": 143360,
+}
+_H200_120 = (
+    "mig-parted#120 (https://github.com/NVIDIA/mig-parted/issues/120, 2024): H200 -lgip "
+    "with 1g.35gb/2g.35gb 32.25, 3g/4g 69.50, 7g 139.75 GiB; driver not stated"
 )
 
 H200 = GpuModel(
@@ -142,20 +318,24 @@ H200 = GpuModel(
     memory_total_bytes=150754820096,
     profiles=eight_slice(
         hopper_names("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
-        mib={
-            "1g": 16384,
-            "1g+me": 16384,
-            "1g2": 33280,
-            "2g": 33280,
-            "3g": 71424,
-            "4g": 71424,
-            "7g": 143360,
-        },
+        mib=_H200_580,
         sms={"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132},
         engines=HOPPER_ENGINES,
+        memory_facts={
+            kind: (
+                MemoryFact(
+                    _H200_580[kind],
+                    DriverRange(580, 580),
+                    "NVML probe of a real H200 on 580.159.04 (fixtures/h200/nvml_probe.json)",
+                ),
+                *_measured(_same_for_pairs(16.00, 32.25, 69.50, 139.75), None, _H200_120)[kind],
+            )
+            for kind in _KINDS
+        },
     ),
     evidence=Evidence.MEASURED,
     source=(
+        "Earlier driver (not stated): mig-parted#120's -lgip, 32.25/69.50/139.75 GiB. "
         "Real H200 SXM, driver 580.159.04: `nvidia-smi mig -lgip`/`-lgipp` and an NVML probe "
         "(fixtures/h200/lgip.txt, lgipp.txt, nvml_probe.json: memorySizeMB, SMs, engines)."
     ),
