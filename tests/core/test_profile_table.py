@@ -95,6 +95,9 @@ def test_a_given_driver_wins_over_the_banner() -> None:
     (table,) = tables_from_nvidia_smi(banner, source="x", driver=R580)
     assert table.driver == R580
     assert driver_in_text("Driver Version: 535.1\nDriver Version: 550.2") is None
+    assert driver_in_text("    Driver Version                    : 570.158.01\n") == (
+        DriverVersion.parse("570.158.01")
+    )
 
 
 def test_two_nodes_pasted_together_are_refused() -> None:

@@ -23,11 +23,15 @@ from migscope.core.profile_table.model import (
 
 __all__ = ["driver_in_text", "tables_from_nvidia_smi"]
 
-_DRIVER = re.compile(r"Driver Version:\s*(\d+(?:\.\d+){0,3})")
+_DRIVER = re.compile(r"Driver Version\s*:\s*(\d+(?:\.\d+){0,3})")
 
 
 def driver_in_text(text: str) -> DriverVersion | None:
-    """The driver version ``nvidia-smi``'s banner states in ``text``, if exactly one does."""
+    """The driver version ``text`` states, if it states exactly one.
+
+    Read from ``nvidia-smi``'s banner (``Driver Version: 560.35.03``) or from ``nvidia-smi
+    -q`` (``Driver Version   : 560.35.03``).
+    """
     found = {m.group(1) for m in _DRIVER.finditer(text)}
     if len(found) != 1:
         return None
