@@ -379,3 +379,14 @@ def test_an_unusable_gpu_table_is_one_error_line(tmp_path: Path, table: str, mes
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("migscope: error: " + message.format(path=path))
+
+
+def test_a_gpu_table_of_another_model_than_gpu_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, H200_TABLE, "table.txt")
+    result = invoke(str(FIXTURE), "--gpu-table", path, "--gpu", "A100-40GB")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"migscope: error: --gpu-table: {path} is the table of a H200-141GB, not of --gpu "
+        "A100-40GB\n"
+    )
+    assert invoke(str(FIXTURE), "--gpu-table", path, "--gpu", "h200").exit_code == 0

@@ -28,7 +28,7 @@ from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import GpuModel
 from migscope.core.drivers import DriverVersion
 from migscope.core.migparted import ConfigCheck, ConfigError, check_config, parse_config
-from migscope.core.profile_table import ProfileTableError, model_from_table
+from migscope.core.profile_table import ProfileTableError, identify_model, model_from_table
 
 __all__ = ["validate_config"]
 
@@ -115,6 +115,13 @@ def _gpu_table(table_file: str, gpu: GpuModel | None, driver: DriverVersion | No
             f"--gpu-table: {table_file} holds different tables for {labels}; keep one GPU's"
         )
     (group,) = groups
+    if gpu is not None:
+        found = identify_model(group.table)
+        if found.model is not None and gpu not in found.candidates:
+            raise InvalidInput(
+                f"--gpu-table: {table_file} is the table of a {found.model.key}, not of "
+                f"--gpu {gpu.key}"
+            )
     base = table_model(table_file, group, gpu).model
     try:
         observed = model_from_table(group.table, base)
