@@ -292,3 +292,48 @@ def test_a_table_without_names_cannot_make_a_model() -> None:
     (table,) = tables_from_nvidia_smi(text, source="x")
     with pytest.raises(ProfileTableError, match=r"add `nvidia-smi mig -lgip` output"):
         model_from_table(table, H200)
+
+
+# ---------------------------------------------------------------------------------------------
+# RTX PRO 6000 Blackwell: placements on the driver's 12-unit grid, +me.all
+
+RTX_TEXT = "".join(
+    (REAL_SMI / f"kubesimplify-rtx-pro-6000-{kind}.txt").read_text(encoding="utf-8")
+    for kind in ("lgip", "lgipp")
+)
+RTX = find_model("RTX-PRO-6000-96GB")
+
+
+def rtx_table() -> ProfileTable:
+    (table,) = tables_from_nvidia_smi(RTX_TEXT, source="kubesimplify")
+    return table
+
+
+def test_the_rtx_grid_is_compared_in_memory_slices() -> None:
+    table = rtx_table()
+    one = next(p for p in table.profiles if p.name == "1g.24gb")
+    assert (one.placements, one.placement_size) == ((0, 3, 6, 9), 3)  # as the driver prints
+    assert compare(table, RTX, DriverVersion.parse("610.43.02")) == []
+    moved = with_profile(table, "2g.48gb", placements=(0, 4))
+    (error,) = [d for d in compare(moved, RTX, None) if d.severity == "error"]
+    assert error.message.endswith(
+        "placements: GPU {0,4}:6 are not on RTX-PRO-6000-96GB's grid of 3 driver units per "
+        "memory slice"
+    )
+    shifted = with_profile(table, "2g.48gb", placements=(0, 3, 6))
+    (error,) = [d for d in compare(shifted, RTX, None) if d.severity == "error"]
+    assert error.message.endswith(
+        "placements: GPU {0,3,6}:6 ({0,1,2}:2 in memory slices), catalogue {0,2}:2"
+    )
+
+
+def test_the_rtx_table_makes_the_same_model_with_its_media_engine_rule() -> None:
+    own = model_from_table(rtx_table(), RTX)
+    assert [(p.name, p.placements, p.memory_slices) for p in own.profiles] == [
+        (p.name, p.placements, p.memory_slices) for p in RTX.profiles
+    ]
+    assert [p.takes_all_media for p in own.profiles] == [p.takes_all_media for p in RTX.profiles]
+    assert len(valid_layouts(own)) == len(valid_layouts(RTX))
+    off = with_profile(rtx_table(), "4g.96gb", placements=(1,))
+    with pytest.raises(ProfileTableError, match=r"4g.96gb \(id 0\) have placements off its grid"):
+        model_from_table(off, RTX)

@@ -43,6 +43,16 @@ def model_from_table(table: ProfileTable, base: GpuModel) -> GpuModel:
             f"{where} cannot describe a GPU model: {_which(unplaced, table)} no placements "
             "(add `nvidia-smi mig -lgipp` output)"
         )
+    off_grid = [
+        p.label
+        for p in table.profiles
+        if memory_slices_of(base, p.placements or (), _int(p.placement_size)) is None
+    ]
+    if off_grid:
+        raise ProfileTableError(
+            f"{where} cannot describe a {base.key}: {_which(off_grid, table)} placements off "
+            f"its grid of {base.placement_unit} driver units per memory slice"
+        )
     profiles = tuple(_observed_profile(p, base) for p in table.profiles)
     names = (table.gpu_name, *base.names) if table.gpu_name else base.names
     try:
@@ -78,8 +88,9 @@ def _complete(observed: ObservedProfile) -> bool:
 
 
 def _observed_profile(observed: ObservedProfile, base: GpuModel) -> GiProfile:
-    name = observed.name or ""  # _complete and the placement check made sure of these
-    starts, size = memory_slices_of(base, observed.placements or (), _int(observed.placement_size))
+    name = observed.name or ""  # model_from_table checked every field first
+    slices = memory_slices_of(base, observed.placements or (), _int(observed.placement_size))
+    starts, size = slices or ((), 0)
     twin = base.profile_by_nvml_id(observed.profile_id) or (
         base.profile(name) if base.has_profile(name) else None
     )
@@ -98,7 +109,8 @@ def _observed_profile(observed: ObservedProfile, base: GpuModel) -> GiProfile:
         encoders=_int(observed.encoders),
         jpegs=_int(observed.jpegs),
         ofas=_int(observed.ofas),
-        media_extensions=_has_media_extensions(name),
+        media_extensions=_attribute(name) in ("me", "me.all"),
+        takes_all_media=_attribute(name) == "me.all",
     )
 
 
@@ -107,7 +119,10 @@ def _int(value: int | None) -> int:
     return value
 
 
-def _has_media_extensions(name: str) -> bool:
-    """``+me`` and ``+me.all`` profiles take the GPU's one set of media extensions."""
-    attributes = name.partition("+")[2]
-    return attributes in ("me", "me.all") or attributes.startswith(("me,", "me.all,"))
+def _attribute(name: str) -> str:
+    """The ``+attr`` of a profile name (``"me"``, ``"me.all"``, ``"gfx"``), or ``""``.
+
+    ``+me`` and ``+me.all`` take the GPU's one set of media extensions; ``+me.all`` takes
+    every media engine (see :class:`~migscope.core.catalogue.GiProfile`).
+    """
+    return name.partition("+")[2]

@@ -10,7 +10,6 @@ from migscope.core.profile_table.model import (
     ProfileTable,
     Severity,
     memory_slices_of,
-    placement_unit,
     placements_text,
 )
 
@@ -87,12 +86,25 @@ def identity_differences(
                 )
             )
     if observed.placements is not None and observed.placement_size is not None:
-        starts, size = memory_slices_of(model, observed.placements, observed.placement_size)
-        if (starts, size) != (profile.placements, profile.memory_slices):
-            got_text = placements_text(observed.placements, observed.placement_size)
-            want_text = placements_text(profile.placements, profile.memory_slices)
-            unit = placement_unit(model)
-            scale = f" ({placements_text(starts, size)} in memory slices)" if unit > 1 else ""
+        got_text = placements_text(observed.placements, observed.placement_size)
+        want_text = placements_text(profile.placements, profile.memory_slices)
+        slices = memory_slices_of(model, observed.placements, observed.placement_size)
+        if slices is None:
+            out.append(
+                _diff(
+                    "error",
+                    observed,
+                    "placements",
+                    got_text,
+                    want_text,
+                    f"placements: GPU {got_text} are not on {model.key}'s grid of "
+                    f"{model.placement_unit} driver units per memory slice",
+                )
+            )
+        elif slices != (profile.placements, profile.memory_slices):
+            scale = ""
+            if model.placement_unit > 1:
+                scale = f" ({placements_text(*slices)} in memory slices)"
             out.append(
                 _diff(
                     "error",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core.catalogue import GpuModel
+from migscope.core.catalogue import CatalogueError, GpuModel
 from migscope.core.drivers import DriverVersion
 from migscope.core.errors import UserError
 
@@ -19,7 +19,6 @@ __all__ = [
     "ProfileTableError",
     "Severity",
     "memory_slices_of",
-    "placement_unit",
     "placements_text",
 ]
 
@@ -142,18 +141,20 @@ class Difference:
         return dataclasses.asdict(self)
 
 
-def placement_unit(model: GpuModel) -> int:
-    """How many of the GPU's placement units make one catalogue memory slice."""
-    # TODO(h2): GpuModel.placement_unit lands with the catalogue's step 2 (see H1).
-    return max(1, int(getattr(model, "placement_unit", 1)))
-
-
 def memory_slices_of(
     model: GpuModel, starts: Iterable[int], size: int
-) -> tuple[tuple[int, ...], int]:
-    """Placements in the GPU's units as the catalogue's memory slices."""
-    unit = placement_unit(model)
-    return tuple(s // unit for s in starts), size // unit
+) -> tuple[tuple[int, ...], int] | None:
+    """Placements in the GPU's units (``-lgipp``, NVML) as ``model``'s memory slices.
+
+    None when a span is off the model's grid (RTX PRO 6000 counts 3 driver units per memory
+    slice; see :meth:`~migscope.core.catalogue.GpuModel.slices_from_nvml`).
+    """
+    try:
+        spans = [model.slices_from_nvml(start, size) for start in starts]
+        slices = model.slices_from_nvml(0, size)[1]
+    except CatalogueError:
+        return None
+    return tuple(start for start, _ in spans), slices
 
 
 def placements_text(starts: Iterable[int], size: int) -> str:
