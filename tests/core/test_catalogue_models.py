@@ -74,7 +74,7 @@ def test_no_pci_id_belongs_to_two_models() -> None:
 
 
 def test_inferred_models_say_so() -> None:
-    for key in ("H20-96GB", "H100-SXM5-94GB", "H100-SXM5-64GB", "PG506-96GB"):
+    for key in ("H100-SXM5-94GB", "H100-SXM5-64GB", "PG506-96GB"):
         model = find_model(key)
         assert model.evidence is Evidence.INFERRED
         assert "infer" in model.source

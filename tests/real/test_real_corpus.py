@@ -138,6 +138,7 @@ SMI_OUTPUTS = [
     SmiOutput(SMI / "azure-h100-nvl-lgip-driver560.txt", "H100-NVL-94GB", 560),
     SmiOutput(SMI / "azure-h100-nvl-lgipp-driver560.txt", "H100-NVL-94GB", 560),
     SmiOutput(SMI / "johng-h20-L-3gpus-mig.txt", "H20-96GB", 570),
+    SmiOutput(SMI / "johng-h20-lgip-8gpus.txt", "H20-96GB"),
     # RTX PRO 6000: the driver places on a 12-unit grid ({0,3,6,9}:3, {0,6}:6, {0}:12), three
     # units per memory slice (GpuModel.placement_unit), which the comparisons convert.
     SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgip.txt", "RTX-PRO-6000-96GB", 610),

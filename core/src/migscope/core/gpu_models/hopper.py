@@ -218,22 +218,22 @@ H20 = GpuModel(
     memory_total_bytes=97871 * MIB,
     profiles=eight_slice(
         hopper_names("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
-        mib=_in_mib(11.75, 23.5, 47.0, 94.0),
-        sms={"1g": 8, "1g+me": 8, "1g2": 16, "2g": 18, "3g": 36, "4g": 38, "7g": 78},
+        mib=_in_mib(11.75, 23.62, 47.38, 95.12),
+        sms={"1g": 8, "1g+me": 8, "1g2": 12, "2g": 16, "3g": 32, "4g": 34, "7g": 78},
         engines=HOPPER_ENGINES,
     ),
-    evidence=Evidence.INFERRED,
+    evidence=Evidence.MEASURED,
     source=(
-        "Names and counts: "
-        + _VGPU_HOPPER
-        + " (H20 SXM5 96GB: 1g.12gb x7, 1g.12gb+me, 1g.24gb x4, 2g.24gb x3, 3g.48gb x2, "
-        "4g.48gb, 7g.96gb) and the MIG user guide's Supported GPUs (H20 96GB, 7 instances); "
-        "3g.48gb + 1g.24gb + 2x 1g.12gb on real H20s (tests/fixtures/real/nvidia-smi/"
-        "johng-h20-L-3gpus-mig.txt, 570.158.01); PCI 0x2329 and the NVML name: "
+        "Real `nvidia-smi mig -lgip` of an 8x H20 node (gqcn/johns-blog@e35b9cc, "
+        "tests/fixtures/real/nvidia-smi/johng-h20-lgip-8gpus.txt; driver not stated): names, "
+        "ids, counts, SMs (8/12/16/32/34/78), engines, 11.75/23.62/47.38/95.12 GiB; 97871 MiB "
+        "and NVIDIA-H20 from the same post's node labels. 3g.48gb + 1g.24gb + 2x 1g.12gb on "
+        "real H20s (johng-h20-L-3gpus-mig.txt, 570.158.01). PCI 0x2329 and the NVML name: "
         + _README_595
-        + ". 1g.12gb: 8 SMs and 11.75 GiB in a public -lgip on 535.247.01 (a blog post in the "
-        "code index; repository not resolved). Other SMs (78 in all, pro rata of the H100's) "
-        "and sizes (multiples of the 1g) are inferred; placements as every Hopper part."
+        + "; the vGPU docs' H20 SXM5 96GB table ("
+        + _VGPU_HOPPER
+        + ") lists the same profiles. Placements assumed as on every Hopper part (no -lgipp "
+        "found)."
     ),
     notes=(
         "The H20 SXM5 141GB (pci.ids 0x232C 'H20 HBM3e') uses the H200's names (vGPU docs) "
