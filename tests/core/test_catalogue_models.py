@@ -190,3 +190,18 @@ def test_facts_without_a_driver_widen_the_range_but_are_never_chosen() -> None:
     assert low < high
     assert MemoryFact(1, None, "x").where() == "an unstated driver"
     assert MemoryFact(1, DriverRange(560, 560), "x").where() == "R560"
+
+
+def test_docs_list_every_model_with_its_pci_ids() -> None:
+    """docs/catalogue.md's model table names every model and every PCI ID it answers to."""
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "catalogue.md").read_text("utf-8")
+    section = docs.split("## Models, evidence and sources", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.count("|") > 5]
+    rows = {line.split("|")[1].strip(): line for line in lines}
+    for model in all_models():
+        assert model.key in rows, f"docs/catalogue.md has no row for {model.key}"
+        for pci in model.pci_device_ids:
+            assert f"0x{pci >> 16:04X}" in rows[model.key], (model.key, hex(pci))
+        assert model.evidence.value in rows[model.key]

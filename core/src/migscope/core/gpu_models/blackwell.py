@@ -48,7 +48,7 @@ _B200_187 = (
 B200 = GpuModel(
     key="B200-180GB",
     names=("NVIDIA B200",),
-    pci_device_ids=(0x290110DE, 0x290910DE),
+    pci_device_ids=(0x290110DE,),
     architecture="blackwell",
     compute_slices=7,
     memory_slices=8,
@@ -76,9 +76,12 @@ B200 = GpuModel(
         "Names and counts: mig-parted config-default (all-balanced for 0x290110DE, all-*); "
         "1g/1g+me/1g.45gb/2g.45gb ids, SMs, engines and sizes: the real -lgip in "
         "mig-parted#187 (20.50 GiB) and #166 (22.00 GiB, earlier); 3g/4g/7g MiB and SMs "
-        "inferred; placements assumed identical to Hopper (same GI ids). PCI 0x2909 "
-        "('NVIDIA B200' in NVIDIA/open-gpu-kernel-modules@df1c9a3 README.md) assumed to have "
-        "the same profiles."
+        "inferred; placements assumed identical to Hopper (same GI ids)."
+    ),
+    notes=(
+        "PCI 0x2909 is also named 'NVIDIA B200' by the driver (NVIDIA/open-gpu-kernel-modules"
+        "@df1c9a3 README.md) but is the 'HGX B200 168GB' (pci.ids@c1c1254), whose profile "
+        "sizes are unknown: it is not catalogued, and matching it by name gives this model."
     ),
 )
 
