@@ -130,3 +130,10 @@ def test_window_snaps_to_the_step_grid() -> None:
         pytest.raises(ValueError, match="chunk_nodes"),
     ):
         remote_slice_stats(prom, start=0, end=60, chunk_nodes=0)
+
+
+def test_no_hourly_buckets_is_accepted(client: PrometheusClient) -> None:
+    """``period=None`` (documented: no buckets) used to fail building a negative duration."""
+    stats = list(remote_slice_stats(client, start=START, end=END, period=None))
+    assert stats
+    assert all(s.hourly is None for s in stats)

@@ -14,6 +14,7 @@ from types import TracebackType
 import pytest
 from support.planted_slices import WEEK, planted_week
 
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.options import AnalyzeOptions, BadOptionError
 from migscope.analyzer.run import NothingInWindowError, run
 from migscope.analyzer.sources.base import Origin, Slices, Source, SourceError, Window
@@ -51,6 +52,9 @@ class PlantedSource:
             planted_week(model, "n1", 0, 3, "3g.71gb", 0, "idle")[0],
             planted_week(model, "n1", 0, 2, "3g.71gb", 4, "busy")[0],
         ]
+
+    def gpus(self) -> Sequence[GpuFacts]:
+        return []
 
     def notes(self) -> Sequence[str]:
         return ["read from the planted store"]

@@ -32,13 +32,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from migscope.analyzer.classify import Classification, Status, classify
 from migscope.analyzer.demand import PoolDemand, is_held, pool_demand, pool_key
+from migscope.analyzer.gpu_catalogue import GpuCatalogue
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.options import AnalyzeOptions, Objective
 from migscope.analyzer.plan import GpuState, Instance, Plan, Weights, lower_bound, plan_layouts
 from migscope.analyzer.policy import Policy
 from migscope.analyzer.result import AnalysisResult, PoolResult, SliceResult
 from migscope.analyzer.safety import History, pin_reason
-from migscope.analyzer.savings import catalogue_model, savings
+from migscope.analyzer.savings import savings
 from migscope.analyzer.stats import SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
 from migscope.core.catalogue import GpuModel, UnknownProfileError
@@ -90,13 +91,15 @@ def _gpu_states(
     notes: list[str],
     *,
     freeze_all: bool,
+    left_out: Mapping[str, str],
 ) -> tuple[list[GpuState], set[int], set[str]]:
     """Each GPU of a pool as it is now, the current slices' ids, and the nodes left out.
 
     A GPU is frozen (the plan must leave it exactly as it is) when a current slice on it
     pins it, or with ``freeze_all`` (too little history for any plan). A node with a slice
     whose profile or placement is unknown is not planned at all: its config would have to
-    name every GPU's layout, and one of them cannot be known.
+    name every GPU's layout, and one of them cannot be known. Nor is a node in ``left_out``
+    (a GPU's own profile table contradicts the one planned with; the notes say so).
     """
     by_gpu: dict[tuple[str, int], list[tuple[SliceResult, float]]] = defaultdict(list)
     for item in pool_slices:
@@ -106,6 +109,10 @@ def _gpu_states(
     current: set[int] = set()
     unplanned: set[str] = set()
     for (node, index), items in sorted(by_gpu.items()):
+        if node in left_out:
+            unplanned.add(node)
+            current.update(id(result) for result, _ in items)
+            continue
         items.sort(key=lambda it: (-it[1], -it[0].stats.coverage, it[0].stats.info.key))
         occupied = 0
         instances: list[Instance] = []
@@ -151,6 +158,7 @@ def analyze(
     *,
     window: tuple[float, float],
     options: AnalyzeOptions | None = None,
+    gpus: GpuCatalogue | None = None,
 ) -> AnalysisResult:
     """Analyse a window of slice history and plan every pool.
 
@@ -169,6 +177,9 @@ def analyze(
             Each pending ``(profile, count)`` goes to the first pool (by key) whose model
             offers the profile; ``what_if`` layouts are replayed against the window's
             hourly demand (:mod:`~migscope.analyzer.whatif`).
+        gpus: The catalogue to plan with (:func:`~migscope.analyzer.gpu_catalogue.
+            choose_catalogue`: the GPUs' own profile tables where they reported one, each
+            GPU's driver); the built-in catalogue when None.
 
     Returns:
         The :class:`AnalysisResult`.
@@ -177,6 +188,8 @@ def analyze(
         UnknownConfigError: a what-if name is not in the config.
     """
     options = options or AnalyzeOptions()
+    gpus = gpus or GpuCatalogue()
+    model_of = gpus.model
     policy, step, selector = options.policy, options.step_s, options.selector
     keep_mis_sized, objective = options.keep_mis_sized, options.objective
     what_if, what_if_config = options.what_if, options.what_if_config
@@ -193,7 +206,7 @@ def analyze(
         else:
             stats = item
             seen = item.last_seen if item.last_seen is not None else -math.inf
-        verdict = classify(stats, model=catalogue_model(stats.info.model), policy=policy)
+        verdict = classify(stats, model=model_of(stats.info.model), policy=policy)
         staged.append((stats, verdict, seen))
         if n % 10 == 0:
             say(f"classified {n} slices")
@@ -216,7 +229,7 @@ def analyze(
     results: list[tuple[SliceResult, float]] = []
     for stats, verdict, seen in staged:
         held = is_held(stats, policy=policy)
-        model = catalogue_model(stats.info.model)
+        model = model_of(stats.info.model)
         right = _demand_profile(stats, verdict, model, policy)
         mis_sized = right is not None and right != stats.info.profile
         in_use = held and verdict.status is not Status.IDLE and right is not None
@@ -243,11 +256,11 @@ def analyze(
     waiting = list(options.pending)
     for key in sorted(pools):
         model_key = pools[key][0][0].stats.info.model
-        model = catalogue_model(model_key)
+        model = model_of(model_key)
         if model is None:
             continue
         states, current, unplanned = _gpu_states(
-            pools[key], model, notes, freeze_all=not history.enough
+            pools[key], model, notes, freeze_all=not history.enough, left_out=gpus.unplanned
         )
         current_ids |= current
         mine = [(p, c) for p, c in waiting if _offers(model, p)]
@@ -324,7 +337,9 @@ def analyze(
         mig_parted=mig_parted,
         node_configs=node_configs,
         price_per_gpu_hour=price_per_gpu_hour,
-        notes=tuple(dict.fromkeys(notes)),
+        notes=tuple(
+            dict.fromkeys([*gpus.notes, *notes, *gpus.name_notes(r.stats.info for r in final)])
+        ),
         what_if=dict(what_if) if what_if else None,
         history=history,
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from migscope.analyzer.gpu_catalogue import choose_catalogue
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.result import AnalysisResult, iso_utc
@@ -27,6 +28,10 @@ class NothingInWindowError(SourceError):
 def run(source: Source, options: AnalyzeOptions | None = None) -> AnalysisResult:
     """Analyse ``source`` as ``options`` say.
 
+    The catalogue planned with is chosen from what the source says of each GPU
+    (:func:`~migscope.analyzer.gpu_catalogue.choose_catalogue`: a GPU's own profile table wins
+    over the built-in one), and the report's ``provenance.catalogue`` says which was used.
+
     Raises:
         UserError: the source cannot be read, holds nothing in the window, or an option
             does not fit it (subclasses say which; the CLI prints one line).
@@ -34,13 +39,17 @@ def run(source: Source, options: AnalyzeOptions | None = None) -> AnalysisResult
     options = options or AnalyzeOptions()
     with source:
         window = source.window(options.window_s, options.end, options.step_s)
-        result = analyze(source.slices(window, options.step_s), window=window, options=options)
+        slices = source.slices(window, options.step_s)
+        gpus = choose_catalogue(source.gpus())
+        result = analyze(slices, window=window, options=options, gpus=gpus)
         notes = [*source.notes(), *options.pending_notes]
     if notes:
         result = dataclasses.replace(result, notes=(*result.notes, *notes))
     if not any(s.stats.samples for s in result.slices):
         raise NothingInWindowError(_nothing_in_window(window, options.end))
-    return dataclasses.replace(result, provenance=provenance(source.origin(), source.simulated))
+    made = provenance(source.origin(), source.simulated)
+    made["catalogue"] = dict(sorted(gpus.used.items()))
+    return dataclasses.replace(result, provenance=made)
 
 
 def provenance(origin: Origin, simulated: bool) -> dict[str, object]:

@@ -21,6 +21,7 @@ __all__ = [
     "DCGM_PRESENCE_PREFERENCE",
     "DIALECT_METRICS",
     "GPU_INFO",
+    "GPU_PROFILE_INFO",
     "MIGSCOPE_METRICS",
     "MIGSCOPE_PREFIX",
     "MIG_ACTIVITY",
@@ -40,6 +41,7 @@ MIGSCOPE_PREFIX = f"{PREFIX}_"
 
 MIG_INFO = metric("mig_info").name
 GPU_INFO = metric("gpu_info").name
+GPU_PROFILE_INFO = metric("gpu_mig_profile_info").name
 MIG_ACTIVITY = metric("mig_graphics_active_ratio").name
 MIG_MEMORY_USED = metric("mig_memory_used_bytes").name
 MIG_MEMORY_TOTAL = metric("mig_memory_total_bytes").name
@@ -54,6 +56,7 @@ MIGSCOPE_METRICS = frozenset(
     {
         MIG_INFO,
         GPU_INFO,
+        GPU_PROFILE_INFO,
         MIG_ACTIVITY,
         MIG_MEMORY_USED,
         MIG_MEMORY_TOTAL,

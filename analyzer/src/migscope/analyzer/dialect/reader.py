@@ -12,7 +12,9 @@ from collections.abc import Iterator, Sequence
 from migscope.analyzer.dialect.detect import Dialect, detect_dialect
 from migscope.analyzer.dialect.from_dcgm import dcgm_slices
 from migscope.analyzer.dialect.from_migscope import migscope_slices
+from migscope.analyzer.dialect.gpus import file_gpu_facts
 from migscope.analyzer.dialect.identity import DEFAULT_NODE
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.openmetrics import SeriesSet
 from migscope.analyzer.stats import SliceSeries
 
@@ -28,11 +30,19 @@ class SliceReader(Iterator[SliceSeries]):
             slices seen only through the presence family) and one per kind of number held
             to its range (:mod:`migscope.analyzer.stats.quality`); put them in the report's
             notes.
+        gpus: What the file says of each GPU: model, driver, own profile table.
     """
 
-    def __init__(self, dialect: Dialect, items: Iterator[SliceSeries], notes: Sequence[str]):
+    def __init__(
+        self,
+        dialect: Dialect,
+        items: Iterator[SliceSeries],
+        notes: Sequence[str],
+        gpus: Sequence[GpuFacts] = (),
+    ):
         self.dialect = dialect
         self.notes: tuple[str, ...] = tuple(notes)
+        self.gpus: tuple[GpuFacts, ...] = tuple(gpus)
         self._items = items
 
     def __next__(self) -> SliceSeries:
@@ -70,4 +80,4 @@ def iter_slice_series(
         items, notes = migscope_slices(series, default_node)
     else:
         items, notes = dcgm_slices(series, default_node)
-    return SliceReader(chosen, items, notes)
+    return SliceReader(chosen, items, notes, file_gpu_facts(series, chosen, default_node))

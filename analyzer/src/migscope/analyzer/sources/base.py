@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar, runtime_checkable
 
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, SliceSeries
 from migscope.core.errors import UserError
@@ -64,6 +65,15 @@ class Source(Protocol):
 
     def slices(self, window: Window, step_s: float) -> Slices:
         """The slices of ``window``, one at a time (iterate once)."""
+        ...
+
+    def gpus(self) -> Sequence[GpuFacts]:
+        """What the data says of each GPU: model, driver, its own profile table.
+
+        Asked after :meth:`slices` returned and before its slices are iterated: a source
+        reads what identifies its GPUs when it is asked for the slices (the file's label
+        sets, the server's discovery), so this costs at most one more query.
+        """
         ...
 
     def notes(self) -> Sequence[str]:

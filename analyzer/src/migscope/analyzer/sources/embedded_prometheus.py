@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.options import Progress
 from migscope.analyzer.sources.base import Origin, Slices, Source, Window
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus, ServerStartError
@@ -73,6 +74,10 @@ class EmbeddedPrometheusSource:
         client = PrometheusClient(local.url, timeout=self.timeout_s)
         self._server = self._stack.enter_context(PrometheusSource(client, origin=self.origin()))
         return self._server.slices(window, step_s)
+
+    def gpus(self) -> Sequence[GpuFacts]:
+        """What the inner source says of each GPU (the local server only replays its slices)."""
+        return self.inner.gpus()
 
     def notes(self) -> Sequence[str]:
         """The inner source's notes and the local server's."""

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from migscope.analyzer.dialect import indexes, iter_slice_series, keeps
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.openmetrics import read_exposition
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, Window, window_ending
 from migscope.analyzer.stats import SliceSeries
@@ -49,6 +50,10 @@ class FileSource(Resourceless):
         """The file's slices (the statistics cut them to the window)."""
         return self._read().series
 
+    def gpus(self) -> Sequence[GpuFacts]:
+        """Each GPU of the file: model, driver, and the profile table it reported."""
+        return self._read().gpus
+
     def notes(self) -> Sequence[str]:
         """What the dialect reader left out or could only guess."""
         return self._read().notes
@@ -65,6 +70,7 @@ class ExpositionFile:
         series: The slices, built one at a time when iterated (iterate once).
         notes: What the dialect reader left out or could only guess, one sentence each
             (:attr:`~migscope.analyzer.dialect.SliceReader.notes`): for the report's notes.
+        gpus: What the file says of each GPU (model, driver, own profile table).
     """
 
     path: str
@@ -72,6 +78,7 @@ class ExpositionFile:
     last: float
     series: Iterator[SliceSeries]
     notes: tuple[str, ...] = ()
+    gpus: tuple[GpuFacts, ...] = ()
 
 
 def read_openmetrics(path: str | os.PathLike[str]) -> ExpositionFile:
@@ -89,4 +96,4 @@ def read_openmetrics(path: str | os.PathLike[str]) -> ExpositionFile:
     series = iter_slice_series(found)
     span = found.time_range()
     first, last = span if span is not None else (0.0, 0.0)
-    return ExpositionFile(os.fspath(path), first, last, series, series.notes)
+    return ExpositionFile(os.fspath(path), first, last, series, series.notes, series.gpus)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.sources.base import Origin, Slices, SourceError, Window, window_ending
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats import (
@@ -19,6 +20,8 @@ from migscope.analyzer.sources.remote_stats import (
     remote_slice_stats,
     snap_window,
 )
+from migscope.analyzer.sources.remote_stats.gpus import remote_gpu_facts
+from migscope.analyzer.sources.remote_stats.queries import Queries
 
 __all__ = ["PrometheusSource", "server_warnings"]
 
@@ -43,6 +46,7 @@ class PrometheusSource:
         self.client = client
         self._origin = origin
         self._run: RemoteSliceStats | None = None
+        self._step_s = 0.0
 
     def origin(self) -> Origin:
         """``{"kind": "prometheus", "url": ...}``: the base URL, credentials removed."""
@@ -61,7 +65,14 @@ class PrometheusSource:
     def slices(self, window: Window, step_s: float) -> Slices:
         """Every slice's statistics, evaluated by the server a chunk of nodes at a time."""
         self._run = remote_slice_stats(self.client, start=window[0], end=window[1], step=step_s)
+        self._step_s = step_s
         return self._run
+
+    def gpus(self) -> Sequence[GpuFacts]:
+        """Each GPU of the window's nodes: model, driver, the profile table it published."""
+        if self._run is None:
+            return []
+        return remote_gpu_facts(Queries(self.client, self._run, step=self._step_s, period=None))
 
     def notes(self) -> Sequence[str]:
         """What the statistics could not see, and the server's partial-data warnings."""

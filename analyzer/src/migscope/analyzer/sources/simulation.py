@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from migscope.analyzer.gpu_facts import GpuFacts, parse_driver
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.options import DEFAULT_WINDOW_SECONDS, Progress
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, SourceError, Window
@@ -66,6 +67,19 @@ class SimulationSource(Resourceless):
         if self._progress is not None:
             self._progress(f"simulating {', '.join(self.scenarios)}: {length / 86400:g} days")
         return simulate_slices(self.simulation, window_s=length, step_s=step_s)
+
+    def gpus(self) -> Sequence[GpuFacts]:
+        """Each simulated GPU with its model and its node's driver (no own profile table)."""
+        return [
+            GpuFacts(
+                node=node.name,
+                gpu_uuid=gpu.uuid,
+                model=gpu.model.key,
+                driver=parse_driver(node.nvml.driver_version),
+            )
+            for node in self.simulation
+            for gpu in node.gpus
+        ]
 
     def notes(self) -> Sequence[str]:
         """Nothing to add: the provenance says it is simulated."""

@@ -63,7 +63,10 @@ class Queries:
             hourly_buckets(run.window_start, run.window_end, step, period) if period else None
         )
         self.period_ms = round(period * 1000) if period else 0
-        self.bucket_range = duration((self.period_ms - (1 if closed else 0)) / 1000)
+        # No buckets (period None, as remote_slice_stats allows): no bucket range either.
+        self.bucket_range = (
+            duration((self.period_ms - (1 if closed else 0)) / 1000) if self.period_ms else ""
+        )
         # Closed ranges (Prometheus 2) would count a sample on the grid in two intervals.
         self.interval = duration((self.step_ms - (1 if closed else 0)) / 1000)
         self.count_range = duration((self.window_ms - (1 if closed else 0)) / 1000)

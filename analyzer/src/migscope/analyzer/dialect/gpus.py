@@ -1,0 +1,41 @@
+"""What a file's series say of each GPU (model, driver, own profile table), in either dialect.
+
+Why a module of its own: the slices are built from the per-slice families, the GPU facts
+from the per-GPU ones (:mod:`migscope.analyzer.gpu_facts` reads the label sets); the file
+reader asks this module, the Prometheus source asks the server the same questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from migscope.analyzer.dialect.detect import Dialect
+from migscope.analyzer.dialect.identity import node_of
+from migscope.analyzer.dialect.names import GPU_INFO, GPU_PROFILE_INFO
+from migscope.analyzer.gpu_facts import GpuFacts, dcgm_gpu_facts, migscope_gpu_facts
+from migscope.analyzer.openmetrics import SeriesSet
+
+__all__ = ["file_gpu_facts"]
+
+
+def _dcgm_label_sets(series: SeriesSet) -> Iterator[Mapping[str, str]]:
+    for kept in series.series.values():
+        for one in kept:
+            yield one.labels
+    for sets in series.label_sets.values():
+        yield from sets
+
+
+def file_gpu_facts(series: SeriesSet, dialect: Dialect, default_node: str) -> list[GpuFacts]:
+    """Each GPU of the file, as its own series describe it."""
+
+    def node(labels: Mapping[str, str]) -> str:
+        return node_of(labels, default=default_node)
+
+    if dialect is Dialect.MIGSCOPE:
+        return migscope_gpu_facts(
+            (s.labels for s in series.get(GPU_INFO)),
+            (s.labels for s in series.get(GPU_PROFILE_INFO)),
+            node_of=node,
+        )
+    return dcgm_gpu_facts(_dcgm_label_sets(series), node_of=node)

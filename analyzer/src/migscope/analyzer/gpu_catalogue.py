@@ -1,0 +1,211 @@
+"""The catalogue one analysis plans with: the GPUs' own profile tables over the built-in one.
+
+Why: the built-in catalogue is pinned to real ``nvidia-smi`` output, but profile names and
+memory sizes differ by driver, and a GPU that reported its own table (NVML, through
+migscope's exporter) is the authority on what it can build. A plan that names a profile or a
+placement the driver does not have fails in MIG Manager; one that names the wrong size
+misleads the report. So, per catalogue model:
+
+* every GPU that reported a table agrees with the built-in entry: the built-in one is used;
+* they all report the *same* table, and it differs from the built-in entry (a name, an id,
+  placements, memory): that table is used for the whole model, and a note says what
+  differs (``migscope catalog check`` shows the same on a pasted ``nvidia-smi`` output);
+* they disagree with one another: the built-in entry is used, and every node with a GPU
+  whose table disagrees with it in identity or placements is not planned (its GPUs keep
+  their layout: never plan a layout for hardware whose own table says otherwise).
+
+It also knows each GPU's driver, so that a slice whose profile name exists only on some
+drivers (``7g.79gb``) or not on its GPU's driver is said so in the report.
+
+The report's ``provenance.catalogue`` names, per model, which table was used.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from migscope.analyzer.gpu_facts import GpuFacts
+from migscope.analyzer.model import SliceInfo
+from migscope.core.catalogue import CatalogueError, GpuModel, NameStatus, find_model
+from migscope.core.drivers import DriverVersion
+from migscope.core.errors import UserError
+from migscope.core.profile_table import Difference, ProfileTable, compare, model_from_table
+
+__all__ = ["BUILT_IN", "GpuCatalogue", "choose_catalogue"]
+
+BUILT_IN = "built-in"
+"""``provenance.catalogue`` value of a model planned with the built-in table."""
+
+_MAX_LISTED = 3
+"""Differences named in one note; the rest are counted."""
+
+
+@dataclass(frozen=True)
+class GpuCatalogue:
+    """The models an analysis plans with, each GPU's driver, and the nodes left out.
+
+    Attributes:
+        observed: Models whose GPUs' own table replaces the built-in entry, by catalogue key.
+        used: Per catalogue key seen in the data, which table the analysis used
+            (``"built-in"``, or ``"observed: ..."`` saying from how many GPUs).
+        drivers: Each GPU's driver, by ``(node, gpu_uuid)``, where the data says it.
+        unplanned: Nodes not to plan, with the reason (a GPU's table contradicts the rest).
+        notes: What the report should say about the tables.
+    """
+
+    observed: Mapping[str, GpuModel] = field(default_factory=dict)
+    used: Mapping[str, str] = field(default_factory=dict)
+    drivers: Mapping[tuple[str, str], DriverVersion] = field(default_factory=dict)
+    unplanned: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def model(self, key: str | None) -> GpuModel | None:
+        """The model to plan ``key`` with: the GPUs' own table if chosen, else the built-in."""
+        if key is None:
+            return None
+        chosen = self.observed.get(key)
+        if chosen is not None:
+            return chosen
+        try:
+            return find_model(key)
+        except CatalogueError:
+            return None
+
+    def name_notes(self, slices: Iterable[SliceInfo]) -> list[str]:
+        """A note per (model, profile) whose name the slices' drivers may not have.
+
+        Counted, not listed per slice: a fleet of 10,000 slices on one old driver gets one
+        sentence, with how many slices it concerns.
+        """
+        found: Counter[tuple[str, str, str]] = Counter()
+        for info in slices:
+            model = self.model(info.model)
+            if model is None or not info.profile:
+                continue
+            driver = self.drivers.get((info.key.node, info.key.gpu_uuid))
+            check = model.check_profile_name(info.profile, driver)
+            if check.status in (NameStatus.NOT_ON_DRIVER, NameStatus.DRIVER_DEPENDENT):
+                found[(model.key, info.profile, check.message)] += 1
+        return [
+            f"{count} slice(s) of {profile} on {key}: {message}"
+            for (key, profile, message), count in sorted(found.items())
+        ]
+
+
+def _signature(table: ProfileTable) -> tuple[tuple[object, ...], ...]:
+    """What makes two tables the same hardware description (memory aside)."""
+    return tuple(
+        sorted(
+            (
+                (p.name or "").lower(),
+                p.profile_id,
+                p.compute_slices,
+                p.sm_count,
+                p.max_instances,
+                p.placements,
+                p.placement_size,
+            )
+            for p in table.profiles
+        )
+    )
+
+
+def _summary(differences: Sequence[Difference]) -> str:
+    listed = "; ".join(d.message for d in differences[:_MAX_LISTED])
+    more = len(differences) - _MAX_LISTED
+    return listed + (f"; and {more} more" if more > 0 else "")
+
+
+def choose_catalogue(facts: Sequence[GpuFacts]) -> GpuCatalogue:
+    """Decide, per model, whether the GPUs' own profile table or the built-in one is used."""
+    drivers = {(f.node, f.gpu_uuid): f.driver for f in facts if f.driver is not None}
+    with_table: dict[str, list[GpuFacts]] = defaultdict(list)
+    used: dict[str, str] = {}
+    for fact in facts:
+        if fact.model is not None:
+            used.setdefault(fact.model, BUILT_IN)
+            if fact.table is not None:
+                with_table[fact.model].append(fact)
+    observed: dict[str, GpuModel] = {}
+    unplanned: dict[str, str] = {}
+    notes: list[str] = []
+    for key, gpus in sorted(with_table.items()):
+        built = find_model(key)
+        tables = [g.table for g in gpus if g.table is not None]
+        signatures = {_signature(t) for t in tables}
+        differences = [compare(t, built, t.driver) for t in tables]
+        if len(signatures) == 1:
+            found = differences[0]
+            if not found:
+                used[key] = f"{BUILT_IN} (agrees with the own table of {len(gpus)} GPU(s))"
+                continue
+            try:
+                observed[key] = model_from_table(tables[0], built)
+            except UserError as exc:
+                _leave_out(
+                    gpus, differences, unplanned, f"its own profile table is unusable: {exc}"
+                )
+                continue
+            used[key] = f"observed: the own table of {len(gpus)} GPU(s)"
+            notes.append(
+                f"{key}: planned with the profile table the GPUs report ({len(gpus)} GPU(s), "
+                f"{tables[0].source}), not the built-in one, which differs: {_summary(found)}"
+            )
+            continue
+        _leave_out(
+            gpus,
+            differences,
+            unplanned,
+            f"its GPUs report {len(signatures)} different {key} profile tables",
+        )
+        notes.append(
+            f"{key}: GPUs report {len(signatures)} different profile tables; planned with the "
+            "built-in one, and nodes whose GPUs contradict it are not planned "
+            "(`migscope catalog check` compares a node's `nvidia-smi mig -lgip -lgipp`)"
+        )
+    for fact in facts:
+        why = _names_missing_on_driver(fact, observed)
+        if why:
+            unplanned.setdefault(fact.node, why)
+    for node, why in sorted(unplanned.items()):
+        notes.append(f"{node}: not planned: {why}")
+    return GpuCatalogue(observed, used, drivers, unplanned, tuple(notes))
+
+
+def _names_missing_on_driver(fact: GpuFacts, observed: Mapping[str, GpuModel]) -> str:
+    """Why a plan for this GPU could name profiles its driver does not have ("" if it cannot).
+
+    The plan names profiles by the catalogue's names; a driver that calls one otherwise
+    (A100 80GB ``7g.79gb`` on some branches) would refuse the config in MIG Manager. The
+    GPU's own table, when it was used, has the driver's names already.
+    """
+    if fact.driver is None or fact.model is None or fact.model in observed:
+        return ""
+    model = find_model(fact.model)
+    missing = [
+        p.name
+        for p in model.profiles
+        if model.check_profile_name(p.name, fact.driver).status is NameStatus.NOT_ON_DRIVER
+    ]
+    if not missing:
+        return ""
+    return (
+        f"driver {fact.driver} of GPU {fact.gpu_uuid} does not name {', '.join(missing)} as "
+        "the catalogue does, so a plan could name profiles it refuses (migscope's exporter "
+        "reports the GPU's own table, which has the driver's names)"
+    )
+
+
+def _leave_out(
+    gpus: Sequence[GpuFacts],
+    differences: Sequence[Sequence[Difference]],
+    unplanned: dict[str, str],
+    why: str,
+) -> None:
+    """Mark the nodes of GPUs whose table contradicts the built-in one as not planned."""
+    for gpu, found in zip(gpus, differences, strict=True):
+        errors = [d for d in found if d.severity == "error"]
+        if errors:
+            unplanned.setdefault(gpu.node, f"{why}; GPU {gpu.gpu_uuid}: {_summary(errors)}")
