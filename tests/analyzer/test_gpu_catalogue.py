@@ -171,3 +171,59 @@ def test_real_dcgm_captures_give_each_gpu_its_driver() -> None:
     assert {str(g.driver) for g in gpus} == {"535.129.03"}
     assert {g.model for g in gpus} == {"A100-80GB"}
     assert all(g.table is None for g in gpus)
+
+
+def test_dcgm_exporters_7g_79gb_on_r535_is_an_a100_80gb_slice(tmp_path: Path) -> None:
+    """dcgm-exporter#713 (and gpu-operator#687): an A100 80GB PCIe on driver 535.154.05,
+    partitioned with mig-parted's ``all-7g.80gb``, is labelled ``GPU_I_PROFILE="7g.79gb"``.
+
+    The labels are the issue's (its scrape excerpt, restated here, not copied); the slice
+    must be read as the A100 80GB's 7g profile, not dropped as unknown, and its driver known.
+    """
+    from click.testing import CliRunner
+
+    from migscope.cli.main import cli
+
+    labels = (
+        'gpu="0",UUID="GPU-06357e72-c3ee-614b-775f-a89e18e8cc08",device="nvidia0",'
+        'modelName="NVIDIA A100 80GB PCIe",GPU_I_PROFILE="7g.79gb",GPU_I_ID="0",'
+        'Hostname="metal-gpu-08",DCGM_FI_DRIVER_VERSION="535.154.05"'
+    )
+    scrape = tmp_path / "713.prom"
+    scrape.write_text(
+        f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}}} 0.25\nDCGM_FI_DEV_FB_USED{{{labels}}} 1024\n",
+        encoding="utf-8",
+    )
+    source = FileSource(scrape)
+    source.window(3600, None, 60)
+    source.slices((0.0, 1.0), 60)
+    (gpu,) = source.gpus()
+    assert (gpu.model, str(gpu.driver)) == ("A100-80GB", "535.154.05")
+    result = CliRunner().invoke(cli, ["analyze", "--source", str(scrape), "-o", "json"])
+    assert result.exit_code == 0, result.stderr
+    import json
+
+    report = json.loads(result.stdout)
+    (one,) = report["slices"]
+    assert (one["model"], one["profile"]) == ("A100-80GB", "7g.79gb")
+    assert not [n for n in report["notes"] if "not in the catalogue" in n]
+    assert not [n for n in report["notes"] if "7g.79gb" in n]  # R535 does print it
+
+
+def test_a_pool_plans_only_with_profiles_every_driver_in_it_has() -> None:
+    """A100 40GB: ``1g.10gb`` came with R525 (MIG user guide); an R515 node cannot build it."""
+    a100 = find_model("A100-40GB")
+    facts = [
+        GpuFacts("old", "GPU-old", a100.key, DriverVersion.parse("515.65.01")),
+        GpuFacts("new", "GPU-new", a100.key, DriverVersion.parse("535.129.03")),
+    ]
+    chosen = choose_catalogue(facts)
+    used = chosen.model(a100.key)
+    assert used is not None
+    assert not used.has_profile("1g.10gb")
+    assert used.has_profile("1g.5gb")
+    assert len(used.profiles) == len(a100.profiles) - 1
+    assert "without 1g.10gb" in chosen.used[a100.key]
+    assert any("1g.10gb not on driver 515.65.01" in n for n in chosen.notes)
+    only_new = choose_catalogue(facts[1:])
+    assert only_new.model(a100.key) is a100

@@ -12,7 +12,10 @@ misleads the report. So, per catalogue model:
   differs (``migscope catalog check`` shows the same on a pasted ``nvidia-smi`` output);
 * they disagree with one another: the built-in entry is used, and every node with a GPU
   whose table disagrees with it in identity or placements is not planned (its GPUs keep
-  their layout: never plan a layout for hardware whose own table says otherwise).
+  their layout: never plan a layout for hardware whose own table says otherwise);
+* where the built-in table is used and the GPUs' drivers are known, profiles that one of
+  those drivers does not have (``1g.10gb`` before R525 on an A100 40GB) are left out of
+  the model's table, so the plan never names a profile a node's driver refuses.
 
 It also knows each GPU's driver, so that a slice whose profile name exists only on some
 drivers (``7g.79gb``) or not on its GPU's driver is said so in the report.
@@ -22,6 +25,7 @@ The report's ``provenance.catalogue`` names, per model, which table was used.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +51,8 @@ class GpuCatalogue:
     """The models an analysis plans with, each GPU's driver, and the nodes left out.
 
     Attributes:
-        observed: Models whose GPUs' own table replaces the built-in entry, by catalogue key.
+        observed: Models that replace the built-in entry, by catalogue key: the GPUs' own
+            table, or the built-in one without the profiles the fleet's drivers lack.
         used: Per catalogue key seen in the data, which table the analysis used
             (``"built-in"``, or ``"observed: ..."`` saying from how many GPUs).
         drivers: Each GPU's driver, by ``(node, gpu_uuid)``, where the data says it.
@@ -165,37 +170,43 @@ def choose_catalogue(facts: Sequence[GpuFacts]) -> GpuCatalogue:
             "built-in one, and nodes whose GPUs contradict it are not planned "
             "(`migscope catalog check` compares a node's `nvidia-smi mig -lgip -lgipp`)"
         )
+    by_model: dict[str, list[DriverVersion]] = defaultdict(list)
     for fact in facts:
-        why = _names_missing_on_driver(fact, observed)
-        if why:
-            unplanned.setdefault(fact.node, why)
+        if fact.model is not None and fact.driver is not None and fact.model not in observed:
+            by_model[fact.model].append(fact.driver)
+    for key, versions in sorted(by_model.items()):
+        restricted, left, why = _for_drivers(find_model(key), versions)
+        if left:
+            observed[key] = restricted
+            used[key] = f"{BUILT_IN}, without {', '.join(left)} (not on the fleet's drivers)"
+            notes.append(f"{key}: planned without {', '.join(left)}: {why}")
     for node, why in sorted(unplanned.items()):
         notes.append(f"{node}: not planned: {why}")
     return GpuCatalogue(observed, used, drivers, unplanned, tuple(notes))
 
 
-def _names_missing_on_driver(fact: GpuFacts, observed: Mapping[str, GpuModel]) -> str:
-    """Why a plan for this GPU could name profiles its driver does not have ("" if it cannot).
+def _for_drivers(
+    model: GpuModel, drivers: Iterable[DriverVersion]
+) -> tuple[GpuModel, list[str], str]:
+    """``model`` without the profiles some of ``drivers`` do not have, what was left out, why.
 
-    The plan names profiles by the catalogue's names; a driver that calls one otherwise
-    (A100 80GB ``7g.79gb`` on some branches) would refuse the config in MIG Manager. The
-    GPU's own table, when it was used, has the driver's names already.
+    The plan names profiles by the catalogue's names; a driver without one (a profile that
+    came with a later branch, a name some branches print otherwise) would refuse the config
+    in MIG Manager. So a pool plans only with profiles every driver in it has; a GPU already
+    running one of the others is then not planned (its profile is not in the pool's table).
     """
-    if fact.driver is None or fact.model is None or fact.model in observed:
-        return ""
-    model = find_model(fact.model)
-    missing = [
-        p.name
-        for p in model.profiles
-        if model.check_profile_name(p.name, fact.driver).status is NameStatus.NOT_ON_DRIVER
-    ]
+    versions = sorted(set(drivers))
+    missing: dict[str, list[str]] = {}
+    for profile in model.profiles:
+        for driver in versions:
+            check = model.check_profile_name(profile.name, driver)
+            if check.status is NameStatus.NOT_ON_DRIVER:
+                missing.setdefault(profile.name, []).append(str(driver))
     if not missing:
-        return ""
-    return (
-        f"driver {fact.driver} of GPU {fact.gpu_uuid} does not name {', '.join(missing)} as "
-        "the catalogue does, so a plan could name profiles it refuses (migscope's exporter "
-        "reports the GPU's own table, which has the driver's names)"
-    )
+        return model, [], ""
+    kept = tuple(p for p in model.profiles if p.name not in missing)
+    why = "; ".join(f"{name} not on driver {', '.join(found)}" for name, found in missing.items())
+    return dataclasses.replace(model, profiles=kept), list(missing), why
 
 
 def _leave_out(
