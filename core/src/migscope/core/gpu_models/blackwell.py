@@ -186,8 +186,8 @@ GB300 = GpuModel(
     source=(
         "Names and counts: mig-parted config-default (all-balanced and all-1g.35gb for "
         "0x31C210DE, whose 1g.35gb is a 1-memory-slice profile unlike the H200's); sizes and "
-        "SMs inferred. PCI 0x31C3 ('NVIDIA GB300' in NVIDIA/open-gpu-kernel-modules@df1c9a3 "
-        "README.md) assumed to have the same profiles."
+        "SMs inferred. PCI 0x31C3 ('GB110 [GB300]' in pci.ids@c1c1254, absent from the R595 "
+        "driver README) assumed to have the same profiles."
     ),
 )
 
