@@ -45,13 +45,21 @@ SCENARIO: dict[str, Any] = {
 
 
 def make(
-    scenario: dict[str, Any] = SCENARIO, *, gpm_interval: float = 1.0, **node_overrides: Any
+    scenario: dict[str, Any] = SCENARIO,
+    *,
+    gpm_interval: float = 1.0,
+    gpm_refresh: float = 0.0,
+    **node_overrides: Any,
 ) -> tuple[Simulation, NvmlBackend, Sampler]:
     if node_overrides:
         scenario = {**scenario, "nodes": [{**scenario["nodes"][0], **node_overrides}]}
     sim = Simulation.from_scenario(scenario, seed=scenario["seed"])
     backend = NvmlBackend(
-        sim.node("node-a").nvml, name="sim", clock=sim.clock.elapsed, gpm_interval=gpm_interval
+        sim.node("node-a").nvml,
+        name="sim",
+        clock=sim.clock.elapsed,
+        gpm_interval=gpm_interval,
+        gpm_refresh=gpm_refresh,
     )
     sampler = Sampler(backend, interval=1.0, clock=sim.clock.elapsed, wall=sim.clock.now)
     return sim, backend, sampler
@@ -105,9 +113,10 @@ def test_readings_follow_the_scenario_workloads() -> None:
     assert main.duration_seconds > 0, "the main collector's time is measured, not 0"
 
 
-def test_activity_is_computed_once_per_gpm_window_and_republished_between() -> None:
-    """nvmlGpmMetricsGet costs ~1.2 ms per slice on a real H200: once per window, not per cycle."""
-    sim, backend, sampler = make(gpm_interval=10.0)
+def test_refresh_equal_to_the_window_computes_once_per_window_and_republishes_between() -> None:
+    """nvmlGpmMetricsGet costs ~1.2 ms per slice on a real H200: a node that cannot afford it
+    every cycle sets gpm_refresh = gpm_interval and gets fixed windows, one computation each."""
+    sim, backend, sampler = make(gpm_interval=10.0, gpm_refresh=10.0)
     nvml = sim.node("node-a").nvml
     snap = cycles(sim, sampler, 10)
     assert all(i.activity is None for i in gpu(snap, 0).instances), "first window still open"
@@ -158,7 +167,9 @@ def test_a_layout_change_between_two_samples_is_picked_up_without_restart() -> N
     after = gpu(sampler.run_once(), 0)
     assert after.layout_label == "4g.71gb,2g.35gb,1g.18gb"
     assert not old_uuids & {i.mig_uuid for i in after.instances}, "old slices vanish"
-    assert sim.node("node-a").nvml.gpm_samples_in_use == 2 * 4, "old slices' samples freed"
+    # The old slices' rings are freed: one sample per new slice so far, and the whole GPU's
+    # two (a window of one interval keeps the baseline and the newest sample).
+    assert sim.node("node-a").nvml.gpm_samples_in_use == 3 * 1 + 2, "old slices' samples freed"
     assert status(sampler.latest() or Snapshot(0), "sim")[0]
     sim.clock.advance(1.0)
     settled = gpu(sampler.run_once(), 0)

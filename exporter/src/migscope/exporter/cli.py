@@ -49,7 +49,9 @@ class ListenError(UserError):
 )
 @click.option("--interval", metavar="DURATION", help="Time between samples (default 1s).")
 @click.option(
-    "--gpm-interval", metavar="DURATION", help="Length of each GPM activity window (default 10s)."
+    "--gpm-interval",
+    metavar="DURATION",
+    help="Seconds the GPM activity averages, a window sliding every sample (default 10s).",
 )
 @click.option("--kubelet-socket", type=click.Path(path_type=Path), help="PodResources socket.")
 @click.option(

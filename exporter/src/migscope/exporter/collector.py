@@ -37,7 +37,14 @@ from migscope.core.metrics import (
     PREFIX,
     MetricSpec,
 )
-from migscope.exporter.model import Activity, CollectorStatus, GpuReading, MigReading, Snapshot
+from migscope.exporter.model import (
+    Activity,
+    CollectorStatus,
+    GpuReading,
+    MigProfileInfo,
+    MigReading,
+    Snapshot,
+)
 
 __all__ = ["Owner", "SnapshotCollector"]
 
@@ -300,6 +307,10 @@ class SnapshotCollector:
             _maybe(out, "gpu_memory_slices", ids, gpu.memory_slices)
             _maybe(out, "gpu_memory_slices_free", ids, gpu.memory_slices_free)
             out.add("gpu_mig_layout_info", ids, (gpu.layout_label,), 1)
+        if gpu.mig_profiles:
+            table_ids = _Ids(_PROFILE_TABLE_IDS, (str(gpu.index), gpu.uuid))
+            for profile in gpu.mig_profiles:
+                out.add("gpu_mig_profile_info", table_ids, _profile_labels(profile), 1)
         for owner in owners.get(gpu.uuid, ()):
             holder = (owner.namespace, owner.pod, owner.container, owner.resource_name)
             out.add("gpu_pod_info", ids, holder, 1)
@@ -390,6 +401,29 @@ def _dcgm_values(inst: MigReading) -> Iterator[tuple[str, float | None]]:
     yield (
         "DCGM_FI_DEV_FB_FREE",
         None if used is None or total is None else max(total - used, 0) / MIB,
+    )
+
+
+_PROFILE_TABLE_IDS = _SPECS["gpu_mig_profile_info"].labels[:2]
+"""``gpu``, ``gpu_uuid``: the profile table names its GPU as the slice families do."""
+
+
+def _profile_labels(p: MigProfileInfo) -> tuple[str, ...]:
+    """The label values of one ``migscope_gpu_mig_profile_info`` series after the GPU's."""
+    return (
+        p.profile,
+        str(p.profile_id),
+        str(p.compute_slices),
+        str(p.memory_mib),
+        str(p.sm_count),
+        str(p.max_instances),
+        ",".join(str(start) for start in p.placements),
+        "" if p.placement_size is None else str(p.placement_size),
+        str(p.copy_engines),
+        str(p.decoders),
+        str(p.encoders),
+        str(p.jpegs),
+        str(p.ofas),
     )
 
 

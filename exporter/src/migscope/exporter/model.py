@@ -10,16 +10,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Activity", "CollectorStatus", "GpuReading", "MigReading", "Snapshot"]
+__all__ = [
+    "Activity",
+    "CollectorStatus",
+    "GpuReading",
+    "MigProfileInfo",
+    "MigReading",
+    "Snapshot",
+]
 
 
 @dataclass(frozen=True)
 class Activity:
-    """Engine activity ratios (0..1) over the last sampling interval.
+    """Engine activity ratios (0..1) averaged over the GPM window that ended this cycle.
 
     ``graphics`` is GPM's GRAPHICS_UTIL (DCGM 1001, "GR engine active"): the share of time
     any kernel ran, the figure that tells idle from busy. The others say how well the busy
-    time used the slice.
+    time used the slice. ``window_seconds`` is the span the ratios average (the time between
+    the two GPM samples they come from): a change of load shows in full only that long after
+    it happened, which is the lag of these series (None where the backend does not know it).
     """
 
     graphics: float | None = None
@@ -27,6 +36,43 @@ class Activity:
     sm_occupancy: float | None = None
     tensor: float | None = None
     dram: float | None = None
+    window_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class MigProfileInfo:
+    """One GPU-instance profile as the GPU's own driver reports it (``nvidia-smi mig -lgip``).
+
+    Read from NVML (``nvmlDeviceGetGpuInstanceProfileInfo`` and
+    ``nvmlDeviceGetGpuInstancePossiblePlacements``), not from migscope's catalogue: names,
+    memory sizes and placements differ by driver, and the analyzer prefers what the GPU says.
+
+    Attributes:
+        profile: Name without NVML's ``"MIG "`` prefix (``3g.71gb``).
+        profile_id: NVML profile id (what ``-cgi`` takes).
+        compute_slices: ``sliceCount``.
+        memory_mib: ``memorySizeMB`` (NVML reports MiB).
+        sm_count: ``multiprocessorCount``.
+        max_instances: ``instanceCount``: most instances of the profile on one GPU.
+        placements: Start positions in memory slices, ascending (``-lgipp``); empty when NVML
+            did not say (no privilege, or an error).
+        placement_size: Memory slices each placement takes; None when there is no placement.
+        copy_engines, decoders, encoders, jpegs, ofas: Engine counts.
+    """
+
+    profile: str
+    profile_id: int
+    compute_slices: int
+    memory_mib: int
+    sm_count: int
+    max_instances: int
+    placements: tuple[int, ...]
+    placement_size: int | None
+    copy_engines: int
+    decoders: int
+    encoders: int
+    jpegs: int
+    ofas: int
 
 
 @dataclass(frozen=True)
@@ -76,7 +122,11 @@ class MigReading:
 
 @dataclass(frozen=True)
 class GpuReading:
-    """One physical GPU as sampled, with its MIG slices when MIG is enabled."""
+    """One physical GPU as sampled, with its MIG slices when MIG is enabled.
+
+    ``mig_profiles`` is the GPU's own GPU-instance profile table (MIG-capable GPUs, whatever
+    their MIG mode: NVML answers it with MIG disabled too); empty where it is unknown.
+    """
 
     index: int
     uuid: str
@@ -93,6 +143,7 @@ class GpuReading:
     memory_total_bytes: int | None = None
     activity: Activity | None = None
     instances: tuple[MigReading, ...] = ()
+    mig_profiles: tuple[MigProfileInfo, ...] = ()
 
     @property
     def compute_slices_free(self) -> int | None:

@@ -126,6 +126,7 @@ def _sim_backend(settings: ExporterSettings, *, realtime: bool) -> tuple[NvmlBac
         name="sim",
         enumerate_interval=settings.enumerate_interval,
         gpm_interval=settings.gpm_interval,
+        gpm_refresh=settings.gpm_refresh,
         clock=simulation.clock.elapsed,
     )
     return backend, (simulation, node)
@@ -161,6 +162,7 @@ def _hardware_backend(settings: ExporterSettings) -> Backend:
         pynvml,
         enumerate_interval=settings.enumerate_interval,
         gpm_interval=settings.gpm_interval,
+        gpm_refresh=settings.gpm_refresh,
     )
 
 

@@ -1,7 +1,8 @@
 """The sampler: read the hardware at a fixed pace, publish immutable snapshots.
 
-One daemon thread calls the backend every ``interval`` seconds (GPM activity is measured
-between two consecutive samples, so the interval is also the activity window), adds what the
+One daemon thread calls the backend every ``interval`` seconds (the NVML backend recomputes
+GPM activity each cycle over a window of its own, ``gpm_interval``, that ends at the cycle:
+the interval is how stale a value can be, the window what it averages), adds what the
 backend cannot know — each slice's estimated power share and its integral, the estimated
 energy — and swaps the new :class:`Snapshot` in with a single reference assignment. Scrapes
 read that reference and nothing else.
@@ -32,8 +33,8 @@ class Sampler:
 
     Args:
         backend: The hardware backend.
-        interval: Seconds between samples; also the GPM activity window (NVML needs
-            ≥ 0.1 s between samples).
+        interval: Seconds between samples; also how often GPM activity is refreshed (NVML
+            needs ≥ 0.1 s between two GPM samples).
         energy_interval: Seconds between reads of the energy counter (≈3 ms per GPU).
         idle_watts: Idle board power per GPU for the power split; by default the lowest
             power seen on that GPU since start (see :mod:`migscope.exporter.power`).

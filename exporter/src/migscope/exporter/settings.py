@@ -68,6 +68,12 @@ class ExporterSettings(BaseModel):
     web_config: Path | None = None
     interval: Seconds = Field(default=1.0, ge=0.1, le=60.0)
     gpm_interval: Seconds = Field(default=10.0, ge=0.1, le=600.0)
+    gpm_refresh: Seconds = Field(
+        default=0.0,
+        ge=0.0,
+        le=600.0,
+        description="Seconds between GPM activity computations; 0: every sampling cycle.",
+    )
     energy_interval: Seconds = Field(default=30.0, ge=1.0)
     enumerate_interval: Seconds = Field(default=10.0, ge=1.0)
     idle_power_watts: float | None = Field(default=None, ge=0.0)

@@ -5,8 +5,11 @@ did (``fixtures/h200/nvml_probe.json``, ``lgipp.txt``; the contract test compare
 field). Semantics copied, with evidence (recordings = ``tests/sim/recordings/``):
 
 - Profile info is queried by ``NVML_GPU_INSTANCE_PROFILE_*`` *index* and answers with the
-  profile *id*; indices the GPU lacks below the driver's profile count are NOT_SUPPORTED,
-  indices at or past it INVALID_ARGUMENT (H200, driver 580: 17 indices, probe). The returned
+  profile *id*, and with the memory size the simulated driver reports
+  (``GiProfile.memory_mib_on``: memory differs by driver branch). Indices the GPU lacks below
+  the driver's profile count are NOT_SUPPORTED, indices at or past it INVALID_ARGUMENT (H200,
+  driver 580: 17 indices, probe; the exporter's reader made the same 19 calls with the same
+  answers on a real H200, docs/hardware/h200-freshness.json). The returned
   v2 struct has ``version`` 0: the real call zeroes it (recordings, ``h200_nvml_probe``).
   Unknown profile ids (``...ById``, remaining capacity, placements, instances):
   INVALID_ARGUMENT (recordings).
@@ -35,6 +38,7 @@ from typing import Any
 import pynvml
 
 from migscope.core.catalogue import GiProfile
+from migscope.core.drivers import DriverVersion, DriverVersionError
 from migscope.core.layout import is_valid
 from migscope.sim.errors import fail
 from migscope.sim.gpu import SimGpu, SimInstance
@@ -143,8 +147,14 @@ class MigApi(NvmlCore):
             fail(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         return found
 
-    @staticmethod
-    def _profile_info(profile: GiProfile, version: int) -> Any:
+    def _driver(self) -> DriverVersion | None:
+        """The simulated driver's version, for per-driver catalogue facts (None if unparsable)."""
+        try:
+            return DriverVersion.parse(self.driver_version)
+        except DriverVersionError:
+            return None
+
+    def _profile_info(self, profile: GiProfile, version: int) -> Any:
         info = (
             pynvml.c_nvmlGpuInstanceProfileInfo_v2_t()
             if version == 2
@@ -160,7 +170,7 @@ class MigApi(NvmlCore):
         info.encoderCount = profile.encoders
         info.jpegCount = profile.jpegs
         info.ofaCount = profile.ofas
-        info.memorySizeMB = profile.memory_mib
+        info.memorySizeMB = profile.memory_mib_on(self._driver())
         if version == 2:
             info.version = 0
             info.name = profile.nvml_name

@@ -50,11 +50,14 @@ class NvmlBackend:
         nvml: The module-like NVML object.
         enumerate_interval: Seconds between full re-enumerations of GPUs and slices (new
             slices on a GPU that had none appear within this time; destroyed ones at once).
-        gpm_interval: Seconds of the GPM activity window. ``nvmlGpmMetricsGet`` costs
-            ≈1.2 ms of CPU per slice on a real H200 (tests/fixtures/h200/gpm_cost.json), so
-            activity is computed once per window and republished in between; a window close
-            to the scrape interval also measures what happened between scrapes instead of
-            one second of it.
+        gpm_interval: Seconds the GPM activity averages (the window). A window close to the
+            scrape interval measures what happened between scrapes instead of one second of
+            it; a shorter one shows a change of load sooner, with more noise (:mod:`.gpm`).
+        gpm_refresh: Seconds between two computations of a GPU's or slice's activity; 0 (the
+            default) recomputes it every cycle over the window that ends then. Each refresh
+            costs one GPM sample and one ``nvmlGpmMetricsGet`` (≈1.2 ms of CPU on a real
+            H200, tests/fixtures/h200/gpm_cost.json) per slice; ``gpm_refresh=gpm_interval``
+            is the cost (and the lag) of fixed windows.
         clock: Monotonic clock in seconds (injectable for tests).
         name: Backend name for build info (``nvml`` or ``sim``).
     """
@@ -65,6 +68,7 @@ class NvmlBackend:
         *,
         enumerate_interval: float = 10.0,
         gpm_interval: float = 10.0,
+        gpm_refresh: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         name: str = "nvml",
     ) -> None:
@@ -72,6 +76,8 @@ class NvmlBackend:
             raise ValueError(
                 f"gpm_interval must be >= 0.1 s (NVML's GPM refresh), got {gpm_interval}"
             )
+        if gpm_refresh < 0:
+            raise ValueError(f"gpm_refresh must be >= 0 s, got {gpm_refresh}")
         self.name = name
         self._nvml = nvml
         self._interval = enumerate_interval
@@ -82,7 +88,7 @@ class NvmlBackend:
         self._driver = ""
         self._book = StatusBook(log)
         self._cycle_started = 0.0
-        self._gpm = GpmReader(nvml, self._call, gpm_interval)
+        self._gpm = GpmReader(nvml, self._call, gpm_interval, gpm_refresh)
         self._enumerator = Enumerator(nvml, self._call)
         self._broken: dict[int, str] = {}
         """GPUs that failed (lost, cannot enumerate): index -> error, repeated every cycle
@@ -174,6 +180,8 @@ class NvmlBackend:
 
     def _read_gpu(self, gpu: NvmlGpu, errors: CycleErrors, *, with_energy: bool) -> GpuReading:
         h = gpu.handle
+        if gpu.profiles_error is not None:
+            errors.note("nvml", f"GPU {gpu.index}: {gpu.profiles_error}")
         power_mw = self._value(errors, "nvml", gpu, lambda: self._nvml.nvmlDeviceGetPowerUsage(h))
         memory = self._value(
             errors,
@@ -200,6 +208,7 @@ class NvmlBackend:
             memory_total_bytes=None if memory is None else int(memory.total),
             activity=activity,
             instances=slices,
+            mig_profiles=gpu.profiles,
         )
 
     def _read_slice(self, gpu: NvmlGpu, s: NvmlSlice, errors: CycleErrors) -> MigReading:
@@ -263,7 +272,7 @@ class NvmlBackend:
     def _refresh_gpu(self, gpu: NvmlGpu, errors: CycleErrors) -> NvmlGpu | None:
         """Re-enumerate one GPU after a stale handle; replace it in the list."""
         try:
-            fresh = self._enumerator.gpu(gpu.index, {gpu.uuid: gpu})
+            fresh = self._enumerator.gpu(gpu.index, {gpu.uuid: gpu}, layout_changed=True)
         except self._nvml.NVMLError as exc:
             message = f"GPU {gpu.index}: {exc}"
             errors.note("nvml", message)

@@ -14,6 +14,7 @@ from migscope.core.errors import MigscopeError
 __all__ = [
     "ABSENT",
     "GPU_IS_LOST",
+    "INVALID_ARGUMENT",
     "NOT_FOUND",
     "SESSION_GONE",
     "STALE_HANDLE",
@@ -25,7 +26,7 @@ __all__ = [
 
 # NVML return codes (nvml.h), stable across versions.
 _UNINITIALIZED = 1
-_INVALID_ARGUMENT = 2
+INVALID_ARGUMENT = 2
 _NOT_SUPPORTED = 3
 _NO_PERMISSION = 4
 NOT_FOUND = 6
@@ -35,7 +36,7 @@ _FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
 ABSENT = (_NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND)
 """Codes that mean "no such value here", not "something is wrong"."""
-STALE_HANDLE = (NOT_FOUND, _INVALID_ARGUMENT)
+STALE_HANDLE = (NOT_FOUND, INVALID_ARGUMENT)
 """Codes of a call on a MIG handle that mean the handle no longer names a MIG device."""
 SESSION_GONE = (_UNINITIALIZED, _DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND)
 """Codes after which nothing more can be read in this NVML session."""

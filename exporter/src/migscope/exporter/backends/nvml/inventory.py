@@ -4,9 +4,10 @@ Why its own module: enumeration is the slow part of NVML (``GetMigMode`` and
 ``GetMaxMigDeviceCount`` ≈150 µs each on a real H200, against ≈7 µs for memory), so its
 result is cached and rebuilt only every ``enumerate_interval`` or when a MIG handle goes
 stale. Rebuilding keeps what must survive it: the GPM samples of slices that remain (same GI
-id and MIG UUID) and the last energy reading of each GPU. A slice's profile and placement
-come from the GI info (privileged) or else from the MIG device's name, readable without
-privileges.
+id and MIG UUID), the last energy reading of each GPU and its profile table (read once per GPU
+and session, again when its MIG mode or layout changed: :mod:`.profiles`). A slice's profile
+and placement come from the GI info (privileged) or else from the MIG device's name, readable
+without privileges.
 """
 
 from __future__ import annotations
@@ -23,8 +24,17 @@ from migscope.core.catalogue import (
     normalise_profile_name,
 )
 from migscope.exporter.backends.base import GpuIdentity
-from migscope.exporter.backends.nvml.codes import ABSENT, NOT_FOUND, code_of, text
-from migscope.exporter.backends.nvml.gpm import GpmPair
+from migscope.exporter.backends.nvml.codes import (
+    ABSENT,
+    GPU_IS_LOST,
+    NOT_FOUND,
+    SESSION_GONE,
+    code_of,
+    text,
+)
+from migscope.exporter.backends.nvml.gpm import GpmRing
+from migscope.exporter.backends.nvml.profiles import read_profile_table
+from migscope.exporter.model import MigProfileInfo
 
 __all__ = ["Enumerator", "NvmlGpu", "NvmlSlice", "free_gpm"]
 
@@ -43,18 +53,21 @@ class NvmlSlice:
     compute_slices: int
     memory_slices: int
     sm_count: int
-    gpm: GpmPair | None = None
+    gpm: GpmRing | None = None
 
 
 @dataclass
 class NvmlGpu(GpuIdentity):
-    """One GPU by its NVML handle, its slices, GPM samples and last energy reading."""
+    """One GPU by its NVML handle, its slices, GPM samples, last energy reading, profiles."""
 
     handle: Any
     gpm_supported: bool
     slices: list[NvmlSlice] = field(default_factory=list)
-    gpm: GpmPair | None = None
+    gpm: GpmRing | None = None
     energy_joules: float | None = None
+    profiles: tuple[MigProfileInfo, ...] = ()
+    profiles_error: str | None = None
+    """Why the last read of the profile table failed (it is read again next enumeration)."""
 
 
 def free_gpm(gpu: NvmlGpu) -> None:
@@ -78,8 +91,14 @@ class Enumerator:
         self._nvml = nvml
         self._call = call
 
-    def gpu(self, index: int, old: dict[str, NvmlGpu]) -> NvmlGpu:
+    def gpu(self, index: int, old: dict[str, NvmlGpu], *, layout_changed: bool = False) -> NvmlGpu:
         """The GPU at NVML ``index``, taking over what ``old`` (by UUID) knew of it.
+
+        Args:
+            index: NVML index.
+            old: What the last enumeration built, by UUID.
+            layout_changed: The GPU is re-enumerated because its layout changed (a stale
+                MIG handle): its profile table is read again rather than taken over.
 
         Raises:
             NVMLError: NVML could not describe the GPU.
@@ -94,7 +113,8 @@ class Enumerator:
             model: GpuModel | None = find_model(name, pci_device_id=device_id)
         except CatalogueError:
             model = None
-        mig_enabled = self._mig_enabled(handle)
+        mig_mode = self._mig_mode(handle)
+        mig_enabled = bool(mig_mode)
         gpm_supported = self._gpm_supported(handle)
         gpu = NvmlGpu(
             index=index,
@@ -108,22 +128,44 @@ class Enumerator:
             gpm_supported=gpm_supported,
         )
         previous = old.get(uuid)
+        same_mode = previous is not None and previous.mig_enabled == mig_enabled
         if previous is not None:
             gpu.energy_joules = previous.energy_joules
-            if previous.mig_enabled == mig_enabled:
+            if same_mode:
                 gpu.gpm, previous.gpm = previous.gpm, None
+        if mig_mode is not None:  # a GPU that is not MIG-capable has no profile to ask for
+            reuse = same_mode and not layout_changed
+            if previous is not None and reuse and previous.profiles_error is None:
+                gpu.profiles = previous.profiles
+            else:
+                self._read_profiles(gpu, previous)
         if mig_enabled:
             gpu.slices = self._slices(gpu, previous)
         if previous is not None:
             free_gpm(previous)
         return gpu
 
-    def _mig_enabled(self, handle: Any) -> bool:
+    def _read_profiles(self, gpu: NvmlGpu, previous: NvmlGpu | None) -> None:
+        """Read the GPU's profile table; on a failure keep the last one and say why.
+
+        The table is metadata: a failing read must not cost the GPU its readings, so only a
+        lost GPU or session propagates; anything else is noted and read again next time.
+        """
+        try:
+            gpu.profiles = read_profile_table(self._nvml, self._call, gpu.handle)
+        except self._nvml.NVMLError as exc:
+            if code_of(exc) in (GPU_IS_LOST, *SESSION_GONE):
+                raise
+            gpu.profiles = previous.profiles if previous is not None else ()
+            gpu.profiles_error = f"MIG profile table: {exc}"
+
+    def _mig_mode(self, handle: Any) -> bool | None:
+        """MIG enabled (True) or disabled (False); None on a GPU that is not MIG-capable."""
         try:
             current, _pending = self._call(self._nvml.nvmlDeviceGetMigMode, handle)
         except self._nvml.NVMLError as exc:
             if code_of(exc) in ABSENT:
-                return False  # not MIG-capable
+                return None
             raise
         return bool(current == self._nvml.NVML_DEVICE_MIG_ENABLE)
 
