@@ -211,3 +211,31 @@ def test_a_negative_refresh_is_refused() -> None:
     sim = Simulation.from_scenario(SCENARIO)
     with pytest.raises(ValueError, match="gpm_refresh"):
         NvmlBackend(sim.node("n").nvml, gpm_refresh=-1.0)
+
+
+@pytest.mark.parametrize(("refresh", "computations"), [("0", 9), ("3s", 3)])
+def test_the_gpm_refresh_setting_reaches_the_backend(refresh: str, computations: int) -> None:
+    """``gpm_refresh`` (YAML/env only) sets how often activity is computed: every cycle by
+    default, or once per refresh period (here at 3, 6 and 9 s)."""
+    from migscope.exporter.runtime import build
+    from migscope.exporter.settings import load_settings
+
+    settings = load_settings(
+        environ={"MIGSCOPE_EXPORTER_GPM_REFRESH": refresh},
+        overrides={"backend": "sim", "scenario": "h200-node", "pod_attribution": False},
+    )
+    exporter = build(settings, realtime=False)
+    assert exporter.advance is not None
+    (node,) = exporter.simulation
+    calls = node.nvml.calls
+    try:
+        exporter.sampler.run_once()
+        owners = calls["nvmlGpmMigSampleGet"] + calls["nvmlGpmSampleGet"]  # one sample each
+        assert owners > 0
+        assert calls["nvmlGpmMetricsGet"] == 0
+        for _ in range(9):
+            exporter.advance(1.0)
+            exporter.sampler.run_once()
+        assert calls["nvmlGpmMetricsGet"] == owners * computations
+    finally:
+        exporter.stop()
