@@ -227,3 +227,28 @@ def test_a_pool_plans_only_with_profiles_every_driver_in_it_has() -> None:
     assert any("1g.10gb not on driver 515.65.01" in n for n in chosen.notes)
     only_new = choose_catalogue(facts[1:])
     assert only_new.model(a100.key) is a100
+
+
+def test_the_real_h200s_own_table_agrees_with_the_catalogue() -> None:
+    """What the exporter published on a real H200 (driver 580.159.04, MIG disabled):
+    docs/hardware/h200-profile-info.prom, read back as the analyzer reads a scrape."""
+    from migscope.analyzer.dialect.identity import node_of
+    from migscope.analyzer.dialect.names import GPU_INFO, GPU_PROFILE_INFO
+    from migscope.analyzer.gpu_facts import migscope_gpu_facts
+    from migscope.analyzer.openmetrics import read_exposition
+    from migscope.core.profile_table import compare
+
+    real = Path(__file__).parents[2] / "docs" / "hardware" / "h200-profile-info.prom"
+    found = read_exposition(real, keep={GPU_INFO, GPU_PROFILE_INFO}.__contains__)
+    (gpu,) = migscope_gpu_facts(
+        (s.labels for s in found.get(GPU_INFO)),
+        (s.labels for s in found.get(GPU_PROFILE_INFO)),
+        node_of=node_of,
+    )
+    assert (gpu.model, str(gpu.driver)) == ("H200-141GB", "580.159.04")
+    assert gpu.table is not None
+    h200 = find_model("H200-141GB")
+    assert {p.name for p in gpu.table.profiles} == {p.name for p in h200.profiles}
+    assert compare(gpu.table, h200, gpu.driver) == []
+    chosen = choose_catalogue([gpu])
+    assert chosen.model("H200-141GB") is h200
