@@ -75,3 +75,25 @@ def test_devices_select_by_index() -> None:
 def test_unknown_name_says_which_exist() -> None:
     with pytest.raises(UnknownConfigError, match=r"no config named .nope. \(known: all-1g"):
         layout_for_gpu(generated_configs([find_model("H200")]), "nope", find_model("H200"), 0)
+
+
+def test_compute_instance_profiles_count_gpu_instances_as_mig_parted_builds_them() -> None:
+    """``"1c.7g.40gb": 7`` is one 7g GPU instance with seven compute instances; ``3g.20gb``
+    beside ``1c.3g.20gb`` is two 3g GPU instances (mig-parted's SetMigConfig, see
+    docs/mig-parted-config.md). The what-if replays these layouts, so they must count so."""
+
+    config = parse_config(
+        "version: v1\n"
+        "mig-configs:\n"
+        "  ci:\n"
+        "    - devices: all\n"
+        "      mig-enabled: true\n"
+        '      mig-devices: {"1c.7g.40gb": 7}\n'
+        "  mixed:\n"
+        "    - devices: all\n"
+        "      mig-enabled: true\n"
+        '      mig-devices: {"3g.20gb": 1, "1c.3g.20gb": 1}\n'
+    )
+    a100 = find_model("A100-40GB")
+    assert layout_for_gpu(config, "ci", a100, 0) == {"7g.40gb": 1}
+    assert layout_for_gpu(config, "mixed", a100, 0) == {"3g.20gb": 2}

@@ -16,7 +16,12 @@ from collections.abc import Iterable, Mapping
 
 from migscope.core.catalogue import GiProfile, GpuModel
 from migscope.core.errors import UserError
-from migscope.core.migparted import MigConfigEntry, MigPartedConfig, entry_applies_to
+from migscope.core.migparted import (
+    MigConfigEntry,
+    MigPartedConfig,
+    entry_applies_to,
+    gpu_instances,
+)
 
 __all__ = [
     "UnknownConfigError",
@@ -55,7 +60,11 @@ def layout_for_gpu(
         if _selects(entry, model, index):
             if not entry.mig_enabled:
                 return {}
-            return {model.profile(p).name: n for p, n in (entry.mig_devices or {}).items() if n}
+            # Compute-instance profiles ("1c.7g.40gb": 7) share GPU instances as mig-parted
+            # builds them: count the GPU instances, not the devices.
+            return gpu_instances(
+                entry.mig_devices or {}, canonical=lambda gi: model.profile(gi).name
+            )
     return None
 
 
