@@ -333,7 +333,7 @@ def _migscope_history(planted: list[Bad]) -> list[HistorySeries]:
                 _points(np.ones(N)),
             ),
         ]
-    gpu = {"node": "q", "gpu": "0", "uuid": "GPU-q", "model": "H200-141GB"}
+    gpu = {"node": "q", "gpu": "0", "gpu_uuid": "GPU-q", "model": "H200-141GB"}
     out.append(HistorySeries("migscope_gpu_info", gpu, _points(np.ones(N))))
     return out
 
@@ -511,7 +511,7 @@ def _node(node: str, slices: list[tuple[int, str, float, str | None]]) -> list[H
     out = [
         HistorySeries(
             "migscope_gpu_info",
-            {"node": node, "gpu": "0", "uuid": f"GPU-{node}", "model": "H200-141GB"},
+            {"node": node, "gpu": "0", "gpu_uuid": f"GPU-{node}", "model": "H200-141GB"},
             _day(1),
         )
     ]

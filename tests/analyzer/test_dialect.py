@@ -21,6 +21,7 @@ from migscope.analyzer.dialect import (
     Dialect,
     NoMigSeriesError,
     detect_dialect,
+    gpu_uuid_of,
     indexes,
     iter_slice_series,
     keeps,
@@ -233,6 +234,26 @@ def test_openmetrics_and_text_format_give_the_same_samples() -> None:
     assert sa.info.model is None
     assert sa.memory_total_bytes is None
     assert a.time_range() == (T + 60, T + 300)
+
+
+@pytest.mark.parametrize("label", ["gpu_uuid", "uuid"])
+def test_the_gpu_model_is_found_under_either_uuid_label(label: str) -> None:
+    """``migscope_gpu_info`` names the GPU ``gpu_uuid`` since issue 13; history an older
+    exporter recorded says ``uuid``. Either way the slice gets its GPU's model and size."""
+    info = (
+        'gpu="0",gpu_uuid="GPU-a",gpu_instance_id="1",mig_uuid="MIG-a",profile="1g.18gb",'
+        'profile_id="19",placement_start="3",placement_size="1",compute_slices="1",'
+        'memory_slices="1"'
+    )
+    text = (
+        f"migscope_mig_info{{{info}}} 1\n"
+        f'migscope_gpu_info{{gpu="0",{label}="GPU-a",model="H200-141GB",name="NVIDIA H200"}} 1\n'
+    )
+    (slice_,) = iter_slice_series(parse_exposition(text, keep=DIALECT_METRICS))
+    assert slice_.info.model == "H200-141GB"
+    assert slice_.memory_total_bytes is not None
+    assert gpu_uuid_of({"gpu_uuid": "GPU-new", "uuid": "GPU-old"}) == "GPU-new"
+    assert gpu_uuid_of({"gpu": "0"}) == ""
 
 
 def test_keep_filters_samples_but_not_names() -> None:

@@ -179,7 +179,7 @@ def _migscope(slices: list[Planted]) -> list[HistorySeries]:
         out.append(
             HistorySeries(
                 "migscope_gpu_info",
-                {"node": node, "gpu": str(gpu), "uuid": uuid, "model": "H200-141GB"},
+                {"node": node, "gpu": str(gpu), "gpu_uuid": uuid, "model": "H200-141GB"},
                 _points(np.ones(GRID.size), GRID == GRID),
             )
         )

@@ -89,7 +89,7 @@ def _migscope() -> list[HistorySeries]:
     out = [
         HistorySeries(
             "migscope_gpu_info",
-            {"node": NODE, "gpu": "0", "uuid": GPU_UUID, "model": "H200-141GB"},
+            {"node": NODE, "gpu": "0", "gpu_uuid": GPU_UUID, "model": "H200-141GB"},
             _points(1.0, GRID == GRID),
         )
     ]

@@ -17,6 +17,11 @@ the file still parses.
 
 The second half feeds the golden file to the analyzer's reader, so that an exporter change
 the analyzer can no longer read fails here too, next to the diff that caused it.
+
+``tests/fixtures/golden/exporter-sim-h200-dcgm.prom`` pins, the same way, the dcgm-exporter
+series ``--dcgm-compat`` adds to that exposition (with ``NODE_NAME`` set to the simulated
+node's name, as the DaemonSet sets it): what a dcgm-exporter dashboard would read. The same
+command regenerates it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from migscope.sim import SimNode, Simulation, resolve_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "exporter-sim-h200.prom"
+GOLDEN_DCGM = ROOT / "tests" / "fixtures" / "golden" / "exporter-sim-h200-dcgm.prom"
 SCENARIO = "h200-node"
 REGENERATE = "MIGSCOPE_UPDATE_GOLDEN=1 .venv/bin/pytest tests/contract"
 MAX_DIFF_LINES = 200
@@ -68,17 +74,32 @@ def render() -> str:
     return normalise(render_once(settings).decode("utf-8"))
 
 
+def render_dcgm() -> str:
+    """The dcgm-exporter series of ``--once --dcgm-compat`` on the scenario's first node."""
+    settings = load_settings(
+        environ={},
+        overrides={
+            "backend": "sim",
+            "scenario": SCENARIO,
+            "hostname": _scenario_node().name,
+            "dcgm_compat": True,
+        },
+    )
+    text = render_once(settings).decode("utf-8")
+    return text[text.index("# HELP DCGM_") :]
+
+
 @pytest.fixture(scope="module")
 def exposition() -> str:
     return render()
 
 
-def _diff(expected: str, actual: str) -> str:
+def _diff(expected: str, actual: str, golden: Path = GOLDEN) -> str:
     lines = list(
         difflib.unified_diff(
             expected.splitlines(keepends=True),
             actual.splitlines(keepends=True),
-            fromfile=f"{GOLDEN.relative_to(ROOT)} (golden)",
+            fromfile=f"{golden.relative_to(ROOT)} (golden)",
             tofile="migscope-exporter --once (now)",
         )
     )
@@ -88,20 +109,28 @@ def _diff(expected: str, actual: str) -> str:
     return "".join(lines)
 
 
-def test_exposition_matches_the_golden_file(exposition: str) -> None:
+def _check_golden(golden: Path, exposition: str) -> None:
     if os.environ.get("MIGSCOPE_UPDATE_GOLDEN") == "1":
-        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-        GOLDEN.write_bytes(exposition.encode("utf-8"))
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_bytes(exposition.encode("utf-8"))
         return
-    expected = GOLDEN.read_text(encoding="utf-8") if GOLDEN.exists() else ""
+    expected = golden.read_text(encoding="utf-8") if golden.exists() else ""
     if exposition != expected:
         pytest.fail(
             f"The exporter's /metrics for scenario {SCENARIO} differs from "
-            f"{GOLDEN.relative_to(ROOT)}.\nIf the change is intended, regenerate the file "
+            f"{golden.relative_to(ROOT)}.\nIf the change is intended, regenerate the file "
             f"with\n\n    {REGENERATE}\n\nand commit it with the change.\n\n"
-            + _diff(expected, exposition),
+            + _diff(expected, exposition, golden),
             pytrace=False,
         )
+
+
+def test_exposition_matches_the_golden_file(exposition: str) -> None:
+    _check_golden(GOLDEN, exposition)
+
+
+def test_dcgm_compatible_series_match_their_golden_file() -> None:
+    _check_golden(GOLDEN_DCGM, render_dcgm())
 
 
 def test_normalising_keeps_the_contract_and_drops_only_the_machine() -> None:

@@ -49,7 +49,14 @@ def test_per_slice_power_is_an_estimate_never_the_board_figure() -> None:
     per_slice = [s for s in METRICS if s.name.startswith(f"{PREFIX}_mig_") and "watts" in s.name]
     assert [s.name for s in per_slice] == ["migscope_mig_power_estimated_watts"]
     assert "ESTIMATED" in per_slice[0].help
-    assert not any("POWER" in c.name or "ENERGY" in c.name for c in DCGM_COMPAT)
+    # dcgm-exporter's names for the board's power and energy are emitted once per GPU
+    # (tests/exporter/test_dcgm_compat.py checks the exposition itself).
+    board = [c for c in DCGM_COMPAT if "POWER" in c.name or "ENERGY" in c.name]
+    assert [c.name for c in board] == [
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    ]
+    assert all("once per GPU" in c.source for c in board)
 
 
 def test_docs_metrics_table_is_generated_from_the_contract() -> None:

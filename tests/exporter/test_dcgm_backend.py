@@ -124,6 +124,7 @@ def test_reads_a_node_of_mig_h100s_and_an_ampere_a100() -> None:
     assert h100.power_watts == 412.5
     assert h100.memory_used_bytes == 30_000 * 2**20
     assert h100.memory_total_bytes == 81_000 * 2**20  # FB total blank: used + free
+    assert h100.memory_reserved_bytes is None  # ... so the reserved share is unknown
     assert h100.activity is None  # a MIG GPU's activity is its slices'
     assert [(i.gpu_instance_id, i.profile, i.mig_uuid) for i in h100.instances] == [
         (2, "3g.40gb", MIG["h100", 2]),
@@ -148,6 +149,8 @@ def test_reads_a_node_of_mig_h100s_and_an_ampere_a100() -> None:
     assert plain.instances == ()
     assert plain.compute_slices is None
     assert plain.memory_total_bytes == 81_559 * 2**20
+    # DCGM's FB fields are nvmlMemory_v2_t in MiB: total = used + free + reserved
+    assert plain.memory_reserved_bytes == (81_559 - 2_000 - 79_000) * 2**20
     assert plain.activity is not None
     assert plain.activity.graphics == 0.5
     assert status(reading, "dcgm") == (True, None)

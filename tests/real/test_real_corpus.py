@@ -104,6 +104,11 @@ SCRAPES = [
         REAL / "dcgm-exporter" / "princeton-a100-80gb-pcie-1g.10gb-single-series.txt",
         "A100-80GB",
     ),
+    Scrape(
+        REAL / "dcgm-exporter" / "cncf-kops-l4-default-counters.txt",
+        # an L4 has no MIG: a complete scrape, but no GPU instance to analyse
+        error=r"none has a GPU_I_ID label",
+    ),
     # Real captures already in the repository (run-ai/fake-gpu-operator), referenced, not copied.
     Scrape(FIXTURES / "dcgm" / "dcgm-mig-a100-40gb-3gi-active.txt", "A100-40GB"),
     Scrape(FIXTURES / "dcgm" / "dcgm-mig-a100-40gb-4gi-active.txt", "A100-40GB"),

@@ -39,6 +39,7 @@ from migscope.analyzer.dialect import (
 from migscope.analyzer.dialect import names as metric
 from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.core.catalogue import find_model
+from migscope.core.metrics import GPU_UUID
 
 __all__ = ["HistoryWritten", "iter_history", "write_openmetrics"]
 
@@ -218,7 +219,7 @@ def iter_history(
             _, before = gpus.get(gpu, (series.info.model, np.empty(0, dtype=np.int64)))
             gpus[gpu] = (series.info.model, np.union1d(before, _times(series)))
     for (node, index, uuid), (model, stamps) in sorted(gpus.items()):
-        labels = {"node": node, "gpu": str(index), "uuid": uuid, "model": model}
+        labels = {"node": node, "gpu": str(index), GPU_UUID: uuid, "model": model}
         yield metric.GPU_INFO, labels, stamps, _ones(stamps)
 
 

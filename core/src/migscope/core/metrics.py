@@ -20,10 +20,13 @@ from typing import Literal
 __all__ = [
     "DCGM_COMPAT",
     "GPU_LABELS",
+    "GPU_UUID",
     "METRICS",
     "MIG_LABELS",
     "PREFIX",
     "DcgmCompatSpec",
+    "DcgmType",
+    "DcgmValue",
     "MetricSpec",
     "metric",
     "metrics_table",
@@ -31,10 +34,16 @@ __all__ = [
 
 PREFIX = "migscope"
 
-GPU_LABELS = ("gpu", "uuid")
+GPU_UUID = "gpu_uuid"
+"""The one label that names a GPU's ``GPU-<uuid>`` on every family, whole-GPU and per-slice
+alike, so that ``migscope_mig_*`` and ``migscope_gpu_*`` join ``on (gpu_uuid)`` without
+relabelling. (Until issue 13 the whole-GPU families called it ``uuid``; the analyzer still
+reads that name in history recorded before the change.)"""
+
+GPU_LABELS = ("gpu", GPU_UUID)
 """Identify a physical GPU: NVML index and ``GPU-<uuid>``."""
 
-MIG_LABELS = ("gpu", "gpu_uuid", "gpu_instance_id", "mig_uuid")
+MIG_LABELS = ("gpu", GPU_UUID, "gpu_instance_id", "mig_uuid")
 """Identify a MIG slice: its GPU (index and UUID), NVML GPU-instance id, ``MIG-<uuid>``."""
 
 MetricType = Literal["gauge", "counter", "info"]
@@ -383,72 +392,146 @@ def metrics_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+DcgmType = Literal["gauge", "counter", "label"]
+"""A row's type in dcgm-exporter's collectors CSV: a series of that TYPE, or a label."""
+
+DcgmValue = Literal["int64", "double", "string"]
+"""DCGM's field type: dcgm-exporter prints int64 with ``%d`` and double with ``%f``."""
+
+
 @dataclass(frozen=True)
 class DcgmCompatSpec:
-    """A dcgm-exporter series name migscope can also emit, and how its value maps from ours.
+    """A dcgm-exporter field migscope can also publish (``--dcgm-compat``), and its source.
 
-    ``scale`` converts migscope's base unit to DCGM's (bytes → MiB, joules → mJ).
+    Attributes:
+        name: The DCGM field name, which is also dcgm-exporter's series name.
+        field_id: DCGM's field number (``dcgm_fields.h``); dcgm-exporter writes its families
+            in this order.
+        type: The type dcgm-exporter's ``etc/default-counters.csv`` gives the field (a
+            collectors file may say otherwise; its word is then used).
+        value: DCGM's field type, which decides how the value is printed.
+        help: The HELP text of ``etc/default-counters.csv``.
+        default: Whether ``etc/default-counters.csv`` enables the field (commented-out rows
+            are not emitted unless a collectors file enables them).
+        source: The migscope reading the value is made from, in DCGM's unit.
     """
 
     name: str
-    type: MetricType
-    source: str
-    scale: float
+    field_id: int
+    type: DcgmType
+    value: DcgmValue
     help: str
+    default: bool
+    source: str
 
 
 DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
     DcgmCompatSpec(
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        "gauge",
-        "migscope_mig_graphics_active_ratio",
-        1.0,
-        "Ratio of time the graphics engine is active.",
+        "DCGM_FI_DRIVER_VERSION",
+        1,
+        "label",
+        "string",
+        "Driver Version",
+        True,
+        "nvmlSystemGetDriverVersion (migscope_gpu_info's driver_version)",
     ),
     DcgmCompatSpec(
-        "DCGM_FI_PROF_SM_ACTIVE",
+        "DCGM_FI_DEV_POWER_USAGE",
+        155,
         "gauge",
-        "migscope_mig_sm_active_ratio",
-        1.0,
-        "The ratio of cycles an SM has at least 1 warp assigned.",
+        "double",
+        "Power draw (in W).",
+        True,
+        "migscope_gpu_power_watts, once per GPU (never repeated per slice)",
     ),
     DcgmCompatSpec(
-        "DCGM_FI_PROF_SM_OCCUPANCY",
-        "gauge",
-        "migscope_mig_sm_occupancy_ratio",
-        1.0,
-        "The ratio of number of warps resident on an SM.",
-    ),
-    DcgmCompatSpec(
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        "gauge",
-        "migscope_mig_tensor_active_ratio",
-        1.0,
-        "Ratio of cycles the tensor (HMMA) pipe is active.",
-    ),
-    DcgmCompatSpec(
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "gauge",
-        "migscope_mig_dram_active_ratio",
-        1.0,
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-    ),
-    DcgmCompatSpec(
-        "DCGM_FI_DEV_FB_USED",
-        "gauge",
-        "migscope_mig_memory_used_bytes",
-        1.0 / (1024 * 1024),
-        "Framebuffer memory used (in MiB).",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        156,
+        "counter",
+        "int64",
+        "Total energy consumption since boot (in mJ).",
+        True,
+        "migscope_gpu_energy_joules_total x 1000, once per GPU",
     ),
     DcgmCompatSpec(
         "DCGM_FI_DEV_FB_FREE",
+        251,
         "gauge",
-        "migscope_mig_memory_total_bytes - migscope_mig_memory_used_bytes",
-        1.0 / (1024 * 1024),
+        "int64",
         "Framebuffer memory free (in MiB).",
+        True,
+        "nvmlDeviceGetMemoryInfo v2 free (total - used - reserved), floored to MiB",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_DEV_FB_USED",
+        252,
+        "gauge",
+        "int64",
+        "Framebuffer memory used (in MiB).",
+        True,
+        "migscope_mig_memory_used_bytes / migscope_gpu_memory_used_bytes, floored to MiB",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_DEV_FB_RESERVED",
+        253,
+        "gauge",
+        "int64",
+        "Framebuffer memory reserved (in MiB).",
+        True,
+        "nvmlDeviceGetMemoryInfo v2 reserved, floored to MiB",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        1001,
+        "gauge",
+        "double",
+        "Ratio of time the graphics engine is active.",
+        True,
+        "migscope_mig_graphics_active_ratio / migscope_gpu_graphics_active_ratio",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_SM_ACTIVE",
+        1002,
+        "gauge",
+        "double",
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+        False,
+        "migscope_mig_sm_active_ratio / migscope_gpu_sm_active_ratio",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        1003,
+        "gauge",
+        "double",
+        "The ratio of number of warps resident on an SM.",
+        False,
+        "migscope_mig_sm_occupancy_ratio (GPM, per slice)",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        1004,
+        "gauge",
+        "double",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+        True,
+        "migscope_mig_tensor_active_ratio / migscope_gpu_tensor_active_ratio",
+    ),
+    DcgmCompatSpec(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        1005,
+        "gauge",
+        "double",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        True,
+        "migscope_mig_dram_active_ratio / migscope_gpu_dram_active_ratio",
     ),
 )
-"""Per-slice dcgm-exporter names (labels ``gpu, UUID, device, modelName, GPU_I_PROFILE,
-GPU_I_ID, Hostname, namespace, pod, container`` as dcgm-exporter writes them). Power and
-energy are deliberately absent per slice: dcgm-exporter repeats the GPU's value on every
-slice (#257); migscope emits ``DCGM_FI_DEV_POWER_USAGE`` once per GPU instead."""
+"""The dcgm-exporter fields migscope can make from its own readings, in field-id order.
+
+Labels, as dcgm-exporter 3.3.7+ writes them (``internal/pkg/rendermetrics``): ``gpu, UUID,
+pci_bus_id, device, modelName[, GPU_I_PROFILE, GPU_I_ID][, Hostname][, DCGM_FI_DRIVER_VERSION]
+[, container, namespace, pod]``. A MIG GPU's slices carry the per-instance fields; a GPU with
+MIG off (or MIG on and no instance) carries them whole-GPU. Power and energy go out once per
+GPU, never per slice: dcgm-exporter repeats the board's figures on every slice (#257, #353),
+so ``sum()`` over them over-counts. docs/dcgm.md lists every field of dcgm-exporter's default
+file and what migscope does with it."""

@@ -64,6 +64,18 @@ class ListenError(UserError):
     default=None,
     help="Also emit dcgm-exporter's metric names (default off).",
 )
+@click.option(
+    "--dcgm-counters",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="dcgm-exporter collectors CSV choosing the --dcgm-compat families "
+    "(default: dcgm-exporter's etc/default-counters.csv).",
+)
+@click.option(
+    "--dcgm-host-label",
+    type=click.Choice(["Hostname", "hostname", "none"]),
+    help="Host label of --dcgm-compat series: Hostname (dcgm-exporter <= 4.8.2, default), "
+    "hostname (4.8.3+) or none.",
+)
 @click.option("--dcgm-host", metavar="HOST[:PORT]", help="nv-hostengine to connect to.")
 @click.option(
     "--dcgm-bindings",

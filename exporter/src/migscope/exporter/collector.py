@@ -10,7 +10,8 @@ The walk feeds one of two sinks that must agree (a test compares them): promethe
 metric families, for the registry API, and a direct writer of the text format, which
 ``/metrics`` uses because ``generate_latest`` re-validates and re-escapes every label of every
 sample (≈5.6 ms per scrape for 8 GPUs × 7 slices on the CI machine, ≈1 ms here). Every series
-name comes from the contract in :mod:`migscope.core.metrics`.
+name comes from the contract in :mod:`migscope.core.metrics`. dcgm-exporter's series
+(``--dcgm-compat``) are written by :mod:`migscope.exporter.dcgm_compat`, after migscope's.
 """
 
 from __future__ import annotations
@@ -19,24 +20,22 @@ import platform
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     InfoMetricFamily,
     Metric,
-    UnknownMetricFamily,
 )
 from prometheus_client.utils import floatToGoString
 
 from migscope.core.metrics import (
-    DCGM_COMPAT,
     GPU_LABELS,
     METRICS,
     MIG_LABELS,
     PREFIX,
     MetricSpec,
 )
+from migscope.exporter.dcgm_compat import DcgmExposition
 from migscope.exporter.model import (
     Activity,
     CollectorStatus,
@@ -47,8 +46,6 @@ from migscope.exporter.model import (
 )
 
 __all__ = ["Owner", "SnapshotCollector"]
-
-MIB = 1024 * 1024
 
 _SPECS = {spec.name.removeprefix(f"{PREFIX}_"): spec for spec in METRICS}
 _ORDER = {spec.name: i for i, spec in enumerate(METRICS)}
@@ -189,16 +186,6 @@ class _TextLines:
         return "\n".join(out) + "\n" if out else ""
 
 
-class _Fixed:
-    """A collector that yields families built elsewhere (the dcgm-compatible ones)."""
-
-    def __init__(self, families: list[Metric]) -> None:
-        self._families = families
-
-    def collect(self) -> list[Metric]:
-        return self._families
-
-
 _ACTIVITY_METRICS = (
     ("graphics", "graphics_active_ratio"),
     ("sm_active", "sm_active_ratio"),
@@ -217,10 +204,9 @@ class SnapshotCollector:
         statuses: Returns extra collector statuses (the pod-attribution watcher's).
         backend: ``nvml``, ``dcgm`` or ``sim``, for the build-info series.
         version: migscope's version.
-        dcgm_compat: Also emit dcgm-exporter's names for the fields it has, so existing
-            dashboards keep working during a migration.
-        hostname: The ``Hostname`` label of dcgm-compatible series (dcgm-exporter takes it
-            from ``NODE_NAME``).
+        dcgm: Also emit dcgm-exporter's series for the fields migscope measures, as
+            dcgm-exporter writes them (``--dcgm-compat``), so that dashboards and alerts built
+            on them keep working; None for migscope's own series only.
     """
 
     def __init__(
@@ -231,16 +217,14 @@ class SnapshotCollector:
         statuses: Callable[[], Iterable[CollectorStatus]] = tuple,
         backend: str,
         version: str,
-        dcgm_compat: bool = False,
-        hostname: str = "",
+        dcgm: DcgmExposition | None = None,
     ) -> None:
         self._snapshot = snapshot
         self._owners = owners
         self._statuses = statuses
         self._backend = backend
         self._version = version
-        self._dcgm_compat = dcgm_compat
-        self._hostname = hostname
+        self._dcgm = dcgm
 
     def describe(self) -> list[Metric]:
         """Nothing up front: families depend on the hardware found (skips a first collect)."""
@@ -251,18 +235,16 @@ class SnapshotCollector:
         out = _Families()
         snap, owners = self._walk(out)
         yield from out
-        if self._dcgm_compat and snap is not None:
-            yield from self._dcgm(snap, owners)
+        if self._dcgm is not None and snap is not None:
+            yield from self._dcgm.metrics(snap, owners)
 
     def render_text(self) -> bytes:
         """This scrape in the text exposition format 0.0.4: what :meth:`collect` says, faster."""
         out = _TextLines()
         snap, owners = self._walk(out)
         text = out.text()
-        if self._dcgm_compat and snap is not None:
-            registry = CollectorRegistry(auto_describe=False)
-            registry.register(_Fixed(list(self._dcgm(snap, owners))))
-            text += generate_latest(registry).decode()
+        if self._dcgm is not None and snap is not None:
+            text += self._dcgm.text(snap, owners)
         return text.encode()
 
     def _walk(self, out: _Sink) -> tuple[Snapshot | None, OwnerMap]:
@@ -340,68 +322,6 @@ class SnapshotCollector:
         _maybe(out, "mig_processes", ids, inst.processes)
         _maybe(out, "mig_power_estimated_watts", ids, inst.power_estimated_watts)
         _maybe(out, "mig_energy_estimated_joules_total", ids, inst.energy_estimated_joules)
-
-    def _dcgm(self, snap: Snapshot, owners: OwnerMap) -> Iterator[Metric]:
-        """dcgm-exporter's names and labels for the fields it has (``--dcgm-compat``)."""
-        slice_labels = [
-            "gpu",
-            "UUID",
-            "device",
-            "modelName",
-            "GPU_I_PROFILE",
-            "GPU_I_ID",
-            "Hostname",
-            "namespace",
-            "pod",
-            "container",
-        ]
-        gpu_labels = ["gpu", "UUID", "device", "modelName", "Hostname"]
-        families = {
-            spec.name: GaugeMetricFamily(spec.name, spec.help, labels=slice_labels)
-            for spec in DCGM_COMPAT
-        }
-        power = GaugeMetricFamily(
-            "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W), whole GPU.", labels=gpu_labels
-        )
-        # dcgm-exporter names this counter without "_total"; the client library would add
-        # it to a counter family, so it goes out untyped to keep dashboards' queries working.
-        energy = UnknownMetricFamily(
-            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-            "Total energy consumption since boot (in mJ), whole GPU.",
-            labels=gpu_labels,
-        )
-        for gpu in snap.gpus:
-            base = [str(gpu.index), gpu.uuid, f"nvidia{gpu.index}", gpu.name]
-            if gpu.power_watts is not None:
-                power.add_metric([*base, self._hostname], gpu.power_watts)
-            if gpu.energy_joules is not None:
-                energy.add_metric([*base, self._hostname], gpu.energy_joules * 1000.0)
-            for inst in gpu.instances:
-                holders = owners.get(inst.mig_uuid, ())
-                first = holders[0] if holders else None
-                pod = [first.namespace, first.pod, first.container] if first else ["", "", ""]
-                labels = [*base, inst.profile, str(inst.gpu_instance_id), self._hostname, *pod]
-                for name, value in _dcgm_values(inst):
-                    if value is not None:
-                        families[name].add_metric(labels, value)
-        yield from families.values()
-        yield power
-        yield energy
-
-
-def _dcgm_values(inst: MigReading) -> Iterator[tuple[str, float | None]]:
-    activity = inst.activity or Activity()
-    yield "DCGM_FI_PROF_GR_ENGINE_ACTIVE", activity.graphics
-    yield "DCGM_FI_PROF_SM_ACTIVE", activity.sm_active
-    yield "DCGM_FI_PROF_SM_OCCUPANCY", activity.sm_occupancy
-    yield "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", activity.tensor
-    yield "DCGM_FI_PROF_DRAM_ACTIVE", activity.dram
-    used, total = inst.memory_used_bytes, inst.memory_total_bytes
-    yield "DCGM_FI_DEV_FB_USED", None if used is None else used / MIB
-    yield (
-        "DCGM_FI_DEV_FB_FREE",
-        None if used is None or total is None else max(total - used, 0) / MIB,
-    )
 
 
 _PROFILE_TABLE_IDS = _SPECS["gpu_mig_profile_info"].labels[:2]

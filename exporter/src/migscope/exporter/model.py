@@ -88,6 +88,9 @@ class MigReading:
         power_estimated_watts: The slice's estimated share of the GPU's measured power
             (``migscope.exporter.power``); None when the GPU's power is unknown.
         energy_estimated_joules: That estimate integrated since the exporter first saw the slice.
+        memory_reserved_bytes: Framebuffer the driver reserves on the slice
+            (``nvmlMemory_v2_t.reserved``; ``total = used + free + reserved``); None where the
+            backend does not read it. Only ``--dcgm-compat``'s ``FB_FREE``/``FB_RESERVED`` need it.
     """
 
     gpu_instance_id: int
@@ -105,6 +108,7 @@ class MigReading:
     activity: Activity | None = None
     power_estimated_watts: float | None = None
     energy_estimated_joules: float | None = None
+    memory_reserved_bytes: int | None = None
 
     def with_estimates(self, watts: float, joules: float) -> MigReading:
         """A copy carrying the sampler's power and energy estimates.
@@ -126,6 +130,8 @@ class GpuReading:
 
     ``mig_profiles`` is the GPU's own GPU-instance profile table (MIG-capable GPUs, whatever
     their MIG mode: NVML answers it with MIG disabled too); empty where it is unknown.
+    ``memory_reserved_bytes`` is the driver's reserved framebuffer (``nvmlMemory_v2_t.reserved``),
+    as on :class:`MigReading`.
     """
 
     index: int
@@ -144,6 +150,7 @@ class GpuReading:
     activity: Activity | None = None
     instances: tuple[MigReading, ...] = ()
     mig_profiles: tuple[MigProfileInfo, ...] = ()
+    memory_reserved_bytes: int | None = None
 
     @property
     def compute_slices_free(self) -> int | None:

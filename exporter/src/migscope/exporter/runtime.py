@@ -21,6 +21,7 @@ from migscope.core.errors import one_line
 from migscope.exporter.backends.base import Backend, BackendError
 from migscope.exporter.backends.nvml import NvmlBackend
 from migscope.exporter.collector import Owner, SnapshotCollector
+from migscope.exporter.dcgm_compat import DcgmExposition, load_counters
 from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
 from migscope.exporter.model import CollectorStatus, Snapshot
 from migscope.exporter.sampler import Sampler
@@ -225,13 +226,35 @@ def build(settings: ExporterSettings, *, realtime: bool = True) -> Exporter:
         statuses=_statuses(watcher),
         backend=backend.name,
         version=_version(),
-        dcgm_compat=settings.dcgm_compat,
-        hostname=settings.hostname,
+        dcgm=_dcgm_exposition(settings),
     )
     registry.register(collector)
     return Exporter(
         settings, backend, sampler, registry, collector, owners, watcher, advance, simulation
     )
+
+
+def _dcgm_exposition(settings: ExporterSettings) -> DcgmExposition | None:
+    """dcgm-exporter's series for ``--dcgm-compat``, from its collectors file; None when off.
+
+    Raises:
+        CountersError: ``dcgm_counters`` cannot be read or is malformed (one line).
+    """
+    if not settings.dcgm_compat:
+        return None
+    exposition = DcgmExposition(
+        load_counters(settings.dcgm_counters),
+        hostname=settings.hostname,
+        host_label=settings.dcgm_host_label,
+    )
+    if exposition.unsupported:
+        log.info(
+            "--dcgm-compat: %d field(s) of %s have no migscope reading and are left out: %s",
+            len(exposition.unsupported),
+            settings.dcgm_counters,
+            ", ".join(exposition.unsupported),
+        )
+    return exposition
 
 
 def render_once(settings: ExporterSettings) -> bytes:

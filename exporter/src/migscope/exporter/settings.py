@@ -14,6 +14,7 @@ dataclass machinery), a quarter of the exporter's 60 MiB budget, for ~30 lines o
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -86,6 +87,16 @@ class ExporterSettings(BaseModel):
     kubelet_refresh: Seconds = Field(default=10.0, ge=0.5)
     kubelet_timeout: Seconds = Field(default=2.0, gt=0.0)
     dcgm_compat: bool = False
+    dcgm_counters: Path | None = Field(
+        default=None,
+        description="dcgm-exporter collectors CSV (-f) choosing the --dcgm-compat families; "
+        "unset: dcgm-exporter's etc/default-counters.csv.",
+    )
+    dcgm_host_label: Literal["Hostname", "hostname", "none"] = Field(
+        default="Hostname",
+        description="Host label of --dcgm-compat series: Hostname (dcgm-exporter <= 4.8.2), "
+        "hostname (4.8.3+) or none (dcgm-exporter -n).",
+    )
     dcgm_host: str | None = Field(
         default=None, description="nv-hostengine host[:port]; unset runs DCGM embedded."
     )
@@ -93,7 +104,7 @@ class ExporterSettings(BaseModel):
         default=None, description="Directory of DCGM's Python bindings (dcgm_agent.py, ...)."
     )
     max_concurrent_scrapes: int = Field(default=4, ge=1, le=64)
-    hostname: str = Field(default_factory=lambda: os.environ.get("NODE_NAME", ""))
+    hostname: str = Field(default_factory=lambda: _default_hostname(os.environ))
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @field_validator("listen")
@@ -104,6 +115,16 @@ class ExporterSettings(BaseModel):
             raise ValueError(f"expected [host]:port such as :9400, got {value!r}")
         del host
         return value
+
+
+def _default_hostname(environ: Mapping[str, str]) -> str:
+    """``$NODE_NAME``, else the OS host name: what dcgm-exporter's ``Hostname`` label says.
+
+    dcgm-exporter's ``hostname.GetHostname`` (internal/pkg/hostname, NVIDIA/dcgm-exporter
+    d5e5f51) reads ``NODE_NAME`` and falls back to ``os.Hostname()``; in a pod without
+    ``NODE_NAME`` that is the pod's name.
+    """
+    return environ.get("NODE_NAME") or socket.gethostname()
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

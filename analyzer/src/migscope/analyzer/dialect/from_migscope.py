@@ -16,6 +16,7 @@ from migscope.analyzer.dialect.grouping import first_seen, holders, latest
 from migscope.analyzer.dialect.identity import (
     SliceId,
     catalogue_model,
+    gpu_uuid_of,
     migscope_slice_info,
     node_of,
     parse_int,
@@ -80,7 +81,7 @@ def migscope_slices(
     models: dict[tuple[str, str], GpuModel | None] = {}
     for gpu in series.get(GPU_INFO):
         node = node_of(gpu.labels, default=default_node)
-        models[(node, gpu.labels.get("uuid", ""))] = catalogue_model(
+        models[(node, gpu_uuid_of(gpu.labels))] = catalogue_model(
             gpu.labels.get("model"), gpu.labels.get("name")
         )
     order = sorted(info, key=lambda k: (k[0], first_seen(info[k]), k[1]))

@@ -18,15 +18,18 @@ from migscope.core.catalogue import (
     find_model,
     model_for_name,
 )
+from migscope.core.metrics import GPU_UUID
 
 __all__ = [
     "DEFAULT_NODE",
+    "GPU_UUID_LABELS",
     "MIB",
     "NAMESPACE_LABELS",
     "NODE_LABELS",
     "POD_LABELS",
     "SliceId",
     "catalogue_model",
+    "gpu_uuid_of",
     "migscope_slice_info",
     "node_of",
     "parse_int",
@@ -49,6 +52,11 @@ NAMESPACE_LABELS = ("exported_namespace", "namespace", "pod_namespace")
 POD_LABELS = ("exported_pod", "pod", "pod_name")
 """Where a pod's name is read from, first set wins."""
 
+GPU_UUID_LABELS = (GPU_UUID, "uuid")
+"""Where a migscope series names its GPU's UUID, first set wins: ``gpu_uuid`` on every family
+(issue 13), or ``uuid`` on the ``migscope_gpu_*`` series an older exporter recorded, so that
+history from before the rename still finds its GPUs' models."""
+
 SliceId: TypeAlias = tuple[SliceKey, str]
 """A slice as the readers group it: its key and what tells two instances of it apart.
 
@@ -65,6 +73,15 @@ def node_of(labels: Mapping[str, str], *, default: str = DEFAULT_NODE) -> str:
         if value:
             return value
     return default
+
+
+def gpu_uuid_of(labels: Mapping[str, str]) -> str:
+    """The GPU UUID a migscope series names (:data:`GPU_UUID_LABELS`); "" when none."""
+    for name in GPU_UUID_LABELS:
+        value = labels.get(name)
+        if value:
+            return value
+    return ""
 
 
 def pod_of(labels: Mapping[str, str]) -> tuple[str, str] | None:

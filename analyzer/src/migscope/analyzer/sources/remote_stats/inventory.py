@@ -20,6 +20,7 @@ from migscope.analyzer.dialect import (
     MIG_MEMORY_TOTAL,
     SliceId,
     catalogue_model,
+    gpu_uuid_of,
     migscope_slice_info,
     profile_bytes,
 )
@@ -46,7 +47,7 @@ def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     for sample in q.ask(f"last_over_time({q.sel(GPU_INFO, nodes)}[{q.window}])"):
         labels = sample.labels
         node = labels.get(q.run.node_label, "") if q.run.node_label else ""
-        models[(node or DEFAULT_NODE, labels.get("uuid", ""))] = catalogue_model(
+        models[(node or DEFAULT_NODE, gpu_uuid_of(labels))] = catalogue_model(
             labels.get("model"), labels.get("name")
         )
     totals = q.values(f"max {q.by} (last_over_time({q.sel(MIG_MEMORY_TOTAL, nodes)}[{q.window}]))")

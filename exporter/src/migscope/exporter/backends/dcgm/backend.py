@@ -306,7 +306,7 @@ class DcgmBackend:
             errors.note("dcgm", f"{where}: {status_text(b, ST_GPU_IS_LOST)}")
             return None
         power = field_value(b, errors, "dcgm", where, own, F_POWER)
-        used, total = memory(b, errors, where, own)
+        used, total, reserved = memory(b, errors, where, own)
         instances = tuple(
             self._slice_reading(gpu, inst, slice_values.get((FE_GPU_I, inst.entity_id), {}), errors)
             for inst in gpu.instances
@@ -316,6 +316,7 @@ class DcgmBackend:
             energy_joules=gpu.energy_joules,
             memory_used_bytes=used,
             memory_total_bytes=total,
+            memory_reserved_bytes=reserved,
             # A MIG GPU's activity is its slices'; the whole-GPU figure only without MIG.
             activity=None if gpu.mig_enabled else activity(b, errors, where, own),
             instances=instances,
@@ -330,7 +331,7 @@ class DcgmBackend:
     ) -> MigReading:
         b = self._bindings()
         where = f"GPU {gpu.index} GI {inst.gi_id}"
-        used, total = memory(b, errors, where, values)
+        used, total, reserved = memory(b, errors, where, values)
         return MigReading(
             gpu_instance_id=inst.gi_id,
             mig_uuid=inst.mig_uuid,
@@ -343,6 +344,7 @@ class DcgmBackend:
             sm_count=inst.sm_count,
             memory_used_bytes=used,
             memory_total_bytes=total,
+            memory_reserved_bytes=reserved,
             processes=None,
             activity=activity(b, errors, where, values),
         )

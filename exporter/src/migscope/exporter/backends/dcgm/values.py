@@ -100,16 +100,25 @@ def field_value(
 
 def memory(
     b: Bindings, errors: CycleErrors, where: str, values: dict[int, tuple[int, Any]]
-) -> tuple[int | None, int | None]:
-    """``(used, total)`` framebuffer bytes of an entity; total is used + free when missing."""
+) -> tuple[int | None, int | None, int | None]:
+    """``(used, total, reserved)`` framebuffer bytes of an entity.
+
+    DCGM's fields are NVML's ``nvmlMemory_v2_t`` in MiB (``ReadAndCacheFBMemoryInfo``), so
+    reserved is total - used - free; total is used + free when field 250 is missing, and
+    reserved is then unknown.
+    """
     used = field_value(b, errors, "dcgm", where, values, F_FB_USED)
     free = field_value(b, errors, "dcgm", where, values, F_FB_FREE)
     total = field_value(b, errors, "dcgm", where, values, F_FB_TOTAL)
+    reserved = None
     if total is None and used is not None and free is not None:
         total = used + free
+    elif total is not None and used is not None and free is not None:
+        reserved = max(int(total) - int(used) - int(free), 0)
     return (
         None if used is None else int(used) * MIB,
         None if total is None else int(total) * MIB,
+        None if reserved is None else reserved * MIB,
     )
 
 

@@ -206,6 +206,7 @@ class NvmlBackend:
             energy_joules=gpu.energy_joules,
             memory_used_bytes=None if memory is None else int(memory.used),
             memory_total_bytes=None if memory is None else int(memory.total),
+            memory_reserved_bytes=None if memory is None else int(memory.reserved),
             activity=activity,
             instances=slices,
             mig_profiles=gpu.profiles,
@@ -241,6 +242,7 @@ class NvmlBackend:
             sm_count=s.sm_count,
             memory_used_bytes=None if memory is None else int(memory.used),
             memory_total_bytes=None if memory is None else int(memory.total),
+            memory_reserved_bytes=None if memory is None else int(memory.reserved),
             processes=None if procs is None else len(procs),
             activity=activity,
         )
