@@ -293,3 +293,14 @@ def test_apply_refuses_before_the_cluster_is_contacted(
         assert c.not_mig_manager() == []  # not a read, not the Lease: nothing
         assert c.labels()[CONFIG_LABEL] == "all-balanced"
         assert not (c.node().get("spec") or {}).get("unschedulable")
+
+
+def test_compute_instance_profiles_are_checked_as_the_gpu_instances_they_make() -> None:
+    """``3g.71gb`` + 2 × ``1c.3g.71gb`` is two 3g GPU instances (mig-parted fills the first
+    with the 3-slice CI and the second with the two 1-slice CIs): valid; one more 3g is not."""
+    fits = {"3g.71gb": 1, "1c.3g.71gb": 2}
+    (change,) = plan_from_report(_report(gpu1=fits, proposed1=fits), "report.json").nodes
+    assert change.config == TARGET
+    over = {"3g.71gb": 2, "1c.3g.71gb": 1}
+    message = _refusal(_report(gpu1=over, proposed1=over))
+    assert "at most 2 × 3g.71gb" in message

@@ -30,6 +30,7 @@ from migscope.core.migparted import (
     MigPartedConfig,
     check_config,
     entry_applies_to,
+    gpu_instances,
 )
 from migscope.core.spec.v1 import GpuLayoutV1
 
@@ -104,9 +105,12 @@ def check_layouts(
             raise PlanRefused(source, f"{at}: {problem}")
         seen.add(g.gpu)
         at = f"{at} (gpu {g.gpu})"
-        problem = _counts_problem(g.layout, model)
-        if problem is None and placeable and g.mig_enabled and g.layout and model is not None:
-            problem = is_valid(model, g.layout).reason
+        # A layout may name compute-instance profiles ("1c.7g.40gb": 7 is one 7g GPU
+        # instance, as mig-parted builds it): check the GPU instances it makes.
+        layout = gpu_instances(g.layout)
+        problem = _counts_problem(layout, model)
+        if problem is None and placeable and g.mig_enabled and layout and model is not None:
+            problem = is_valid(model, layout).reason
         if problem is not None:
             raise PlanRefused(source, f"{at}: {problem}")
 
