@@ -18,7 +18,7 @@ power limits, persistence or reset). It records, into ``OUT_DIR/h200-freshness.j
    windows of 10, 5 and 2 s refreshed every cycle, while a child process runs a bf16 8192²
    matmul loop in two pulses at known times; per cycle the whole-GPU activity each one
    publishes, its window, its NVML calls and CPU time, NVML's own utilisation rate and
-   ``nvidia-smi``'s. With MIG disabled this is the whole-GPU GPM path
+   ``nvidia-smi``'s, and the SM clock. With MIG disabled this is the whole-GPU GPM path
    (``nvmlGpmSampleGet``), the same code as per slice minus the GPU-instance id.
 5. ``lags``: per series and pulse, seconds from the load's start until the value first
    exceeds 0.5 and from its stop until it first falls below 0.1, at the time the value was
@@ -234,6 +234,14 @@ class SmiLog:
         return rows
 
 
+def clock_mhz(nvml: Any, handle: Any) -> int | None:
+    """The SM clock now: GPM's ratios count cycles, so clocks weigh a window's parts."""
+    try:
+        return int(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM))
+    except nvml.NVMLError:
+        return None
+
+
 def freshness(nvml: Any, load: subprocess.Popen[str] | None, total: float) -> dict[str, Any]:
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
     runs = []
@@ -275,6 +283,7 @@ def freshness(nvml: Any, load: subprocess.Popen[str] | None, total: float) -> di
             }
         util = nvml.nvmlDeviceGetUtilizationRates(handle)
         row["nvml_util"] = {"t": round(time.time() - t0, 3), "graphics": util.gpu / 100.0}
+        row["sm_clock_mhz"] = clock_mhz(nvml, handle)
         rows.append(row)
         k += 1
     smi_rows = smi.stop(t0)

@@ -43,27 +43,31 @@ def test_served_exporter_tracks_the_load_through_gpm_windows() -> None:
     )
 
 
-def test_sliding_windows_follow_the_load_within_their_bounds_and_sooner_than_fixed() -> None:
-    """docs/hardware/h200-freshness.json: with a window W refreshed every 1 s cycle, the value
-    passed 0.5 within (W/2, W/2 + 1] s of the load's start (50 ms of slack for the cycle's own
-    duration) and fell under 0.1 more than 0.9 W and at most W + 1 s after its stop, when the
-    window no longer holds any of the load. (A time-weighted mean would fall by 0.9 W + 1; GPM
-    counts GPU cycles, and one fall on the H200 came 0.18 s later than that.) The fixed 10 s
-    window (the old default) was slower on both edges of both pulses."""
-    record = json.loads((HARDWARE / "h200-freshness.json").read_text())
-    lags = record["lags"]
-    windows = {c["name"]: c["window_s"] for c in record["configs"] if c["refresh_s"] == 0}
+@pytest.mark.parametrize("record", ["h200-freshness.json", "h200-freshness-clocks.json"])
+def test_sliding_windows_follow_the_load_within_their_bounds_and_sooner_than_fixed(
+    record: str,
+) -> None:
+    """docs/hardware/h200-freshness*.json (two runs): with a window W refreshed every 1 s
+    cycle, the value passed 0.5 more than W/2 and at most W/2 + 1.25 s after the load started,
+    and fell under 0.1 more than 0.9 W and at most W + 1 s after it stopped (when the window no
+    longer holds any of the load). A time average would take at most W/2 + 1 and 0.9 W + 1;
+    GPM's counters trail the wall clock by 0.1-0.2 s and are not a time average once the GPU
+    drops to its idle clock, which moved one rise and one fall past those (3.7 s and 5.7 s at
+    W = 5 s). The fixed 10 s window (the old default) was slower on both edges of both pulses."""
+    recorded = json.loads((HARDWARE / record).read_text())
+    lags = recorded["lags"]
+    windows = {c["name"]: c["window_s"] for c in recorded["configs"] if c["refresh_s"] == 0}
     assert set(windows) == {"sliding-10s", "sliding-5s", "sliding-2s"}
     for name, w in windows.items():
         for pulse in lags[name]:
-            assert w / 2 < pulse["rise_s"] <= w / 2 + 1.05, name
+            assert w / 2 < pulse["rise_s"] <= w / 2 + 1.25, name
             assert 0.9 * w < pulse["fall_s"] <= w + 1.05, name
     for fixed, sliding in zip(lags["fixed-10s"], lags["sliding-10s"], strict=True):
         assert fixed["rise_s"] > sliding["rise_s"]
         assert fixed["fall_s"] > sliding["fall_s"]
     busy = [
         c["sliding-2s"]["graphics"]
-        for c in record["freshness"]["cycles"]
+        for c in recorded["freshness"]["cycles"]
         if 20 < c["sliding-2s"]["t"] < 40 and c["sliding-2s"]["graphics"] is not None
     ]
     assert min(busy) > 0.95, "a fully busy window reads ~1"

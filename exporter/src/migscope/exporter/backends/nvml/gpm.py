@@ -14,7 +14,8 @@ by the cycles NVML counts), at ≈20 KiB of memory per kept sample.
 What that buys, for a window W refreshed every cycle of interval I: the published value is at
 most one cycle old and averages the last W seconds, so a load that starts shows half its
 level W/2 to W/2 + I after it starts and is gone (< 10 %) 0.9 W to 0.9 W + I after it stops
-(treating activity as a share of time; GPM counts GPU cycles, and at most W + I in any case).
+(as a share of time: GPM's counters trail by 0.1–0.2 s and lean towards busy time once the
+GPU drops to its idle clock, docs/exporter.md#freshness; at most W + I in any case).
 A fixed window (the same W, refreshed once per W) showed it W/2 to 3W/2 and 0.9 W to 1.9 W
 late, depending on where the change fell in the window (measured on the H200 with W = 10 s:
 5.5–5.7 s and 9.5–9.7 s sliding, 6.7–13.5 s and 11.7–18.5 s fixed;
