@@ -186,6 +186,24 @@ def test_a_collectors_file_is_read_as_dcgm_exporter_reads_it(tmp_path: Path) -> 
         load_counters(tmp_path / "missing.csv")
 
 
+def test_a_collectors_file_may_name_fields_by_dcgms_new_names() -> None:
+    """DCGM 4.6+ renamed fields (``dcgm_fields.h`` keeps the old names as aliases) and
+    dcgm-exporter 4.9's files use the new names: the same field, written under the file's name."""
+    rows = parse_counters(
+        "DCGM_FI_DEV_BOARD_POWER_WATTS, gauge, Board power (in W).\n"
+        "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO, gauge, GR engine utilization ratio.\n"
+        "DCGM_FI_SYSTEM_DRIVER_VERSION, label, Driver Version\n",
+        "new.csv",
+    )
+    exposition = DcgmExposition(rows, hostname="h")
+    assert exposition.unsupported == ()
+    text = exposition.text(SNAP_L4, {})
+    assert families(text) == ["DCGM_FI_DEV_BOARD_POWER_WATTS", "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO"]
+    lines = sample_lines(text)
+    assert [line.value for line in lines] == ["16.365000", "0.000000"]
+    assert {line.labels[-1] for line in lines} == {("DCGM_FI_SYSTEM_DRIVER_VERSION", "580.105.08")}
+
+
 def test_an_unreadable_collectors_file_stops_the_command_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli,
@@ -238,6 +256,38 @@ def test_a_gpu_without_mig_is_written_line_for_line_as_the_real_l4_scrape() -> N
     missing = [line for line in written if line not in real_lines]
     assert missing == []
     assert [real_lines[line] for line in written] == sorted(real_lines[line] for line in written)
+
+
+H200_RECORDING = Path(__file__).resolve().parents[2] / "docs" / "hardware"
+
+
+def test_a_real_h200_read_through_nvml_looks_like_the_real_l4_scrape() -> None:
+    """docs/hardware/h200-dcgm-compat.prom: the real NVML of a lent H200 (MIG off) rendered by
+    ``--dcgm-compat``. Against dcgm-exporter's real scrape of another non-MIG GPU: the same
+    HELP, TYPE and label names in the same order, family order included; and the framebuffer
+    figures are NVML's bytes floored to MiB, as DCGM's are."""
+    ours = (H200_RECORDING / "h200-dcgm-compat.prom").read_text()
+    real = L4_SCRAPE.read_text()
+    real_meta, our_meta = meta(real), meta(ours)
+    assert len(our_meta) == 8
+    for name, help_type in our_meta.items():
+        assert help_type == real_meta[name], name
+    order = families(real)
+    assert [order.index(name) for name in families(ours)] == sorted(
+        order.index(name) for name in families(ours)
+    )
+    names = {line.name: line.label_names for line in sample_lines(real)}
+    lines = sample_lines(ours)
+    for line in lines:
+        assert line.label_names == names[line.name], line.name
+        assert line.get("pci_bus_id") == "00000000:00:06.0"
+        assert line.get("DCGM_FI_DRIVER_VERSION") == "580.159.04"
+    readings = json.loads((H200_RECORDING / "h200-dcgm-compat.json").read_text())["readings"][0]
+    fb = {line.name: int(line.value) for line in lines if line.name.startswith("DCGM_FI_DEV_FB")}
+    used, reserved = readings["memory_used_bytes"], readings["memory_reserved_bytes"]
+    assert fb["DCGM_FI_DEV_FB_USED"] == used // MIB
+    assert fb["DCGM_FI_DEV_FB_RESERVED"] == reserved // MIB
+    assert fb["DCGM_FI_DEV_FB_FREE"] == (readings["memory_total_bytes"] - used - reserved) // MIB
 
 
 def test_a_mig_gpu_is_written_per_gpu_instance_as_the_real_a100_scrape() -> None:

@@ -414,6 +414,10 @@ class DcgmCompatSpec:
         default: Whether ``etc/default-counters.csv`` enables the field (commented-out rows
             are not emitted unless a collectors file enables them).
         source: The migscope reading the value is made from, in DCGM's unit.
+        aliases: Other names of the same field in the same unit: DCGM 4.6+ renamed fields
+            (``dcgm_fields.h`` keeps the old names as ``#define`` aliases), and dcgm-exporter
+            4.9+'s collectors files use the new ones (renamed fields whose unit changed,
+            framebuffer and energy, are not listed: their new names are not verified here).
     """
 
     name: str
@@ -423,6 +427,7 @@ class DcgmCompatSpec:
     help: str
     default: bool
     source: str
+    aliases: tuple[str, ...] = ()
 
 
 DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
@@ -434,6 +439,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "Driver Version",
         True,
         "nvmlSystemGetDriverVersion (migscope_gpu_info's driver_version)",
+        ("DCGM_FI_SYSTEM_DRIVER_VERSION",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_DEV_POWER_USAGE",
@@ -443,6 +449,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "Power draw (in W).",
         True,
         "migscope_gpu_power_watts, once per GPU (never repeated per slice)",
+        ("DCGM_FI_DEV_BOARD_POWER_WATTS",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -488,6 +495,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "Ratio of time the graphics engine is active.",
         True,
         "migscope_mig_graphics_active_ratio / migscope_gpu_graphics_active_ratio",
+        ("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_PROF_SM_ACTIVE",
@@ -497,6 +505,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "The ratio of cycles an SM has at least 1 warp assigned.",
         False,
         "migscope_mig_sm_active_ratio / migscope_gpu_sm_active_ratio",
+        ("DCGM_FI_PROF_SM_UTIL_RATIO",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_PROF_SM_OCCUPANCY",
@@ -506,6 +515,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "The ratio of number of warps resident on an SM.",
         False,
         "migscope_mig_sm_occupancy_ratio (GPM, per slice)",
+        ("DCGM_FI_PROF_SM_OCCUPANCY_RATIO",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
@@ -515,6 +525,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "Ratio of cycles the tensor (HMMA) pipe is active.",
         True,
         "migscope_mig_tensor_active_ratio / migscope_gpu_tensor_active_ratio",
+        ("DCGM_FI_PROF_TENSOR_UTIL_RATIO",),
     ),
     DcgmCompatSpec(
         "DCGM_FI_PROF_DRAM_ACTIVE",
@@ -524,6 +535,7 @@ DCGM_COMPAT: tuple[DcgmCompatSpec, ...] = (
         "Ratio of cycles the device memory interface is active sending or receiving data.",
         True,
         "migscope_mig_dram_active_ratio / migscope_gpu_dram_active_ratio",
+        ("DCGM_FI_PROF_DRAM_UTIL_RATIO",),
     ),
 )
 """The dcgm-exporter fields migscope can make from its own readings, in field-id order.

@@ -62,7 +62,8 @@ HOST_LABELS: tuple[HostLabel, ...] = ("Hostname", "hostname", "none")
 _CSV_TYPES = ("gauge", "counter", "histogram", "summary", "label")
 """The types dcgm-exporter accepts in a collectors file (``counters.promMetricType``)."""
 
-_BY_NAME = {spec.name: spec for spec in DCGM_COMPAT}
+_BY_NAME = {name: spec for spec in DCGM_COMPAT for name in (spec.name, *spec.aliases)}
+"""Every name a collectors file may give a field migscope fills: DCGM's old and new names."""
 
 
 class CountersError(UserError, ValueError):
@@ -255,9 +256,10 @@ class DcgmExposition:
             ((row, spec) for row, spec in known if row.type != "label"),
             key=lambda pair: pair[1].field_id,
         )
+        # dcgm-exporter ranges over a map: label rows come out sorted by name
         self._label_rows = sorted(
-            (row.name for row, _ in known if row.type == "label"),
-        )  # dcgm-exporter ranges over a map: label rows come out sorted by name
+            (row.name, spec.name) for row, spec in known if row.type == "label"
+        )
         self.unsupported = tuple(row.name for row in counters if row.name not in _BY_NAME)
         """Fields of the collectors file migscope has no reading for (left out)."""
         self._host = () if host_label == "none" or not hostname else ((host_label, hostname),)
@@ -304,13 +306,13 @@ class DcgmExposition:
     def _static(self, snap: Snapshot) -> Labels:
         """The collectors file's ``label`` rows, as labels on every series."""
         values = {"DCGM_FI_DRIVER_VERSION": snap.driver_version}
-        return tuple((name, values[name]) for name in self._label_rows if values.get(name))
+        return tuple((row, values[field]) for row, field in self._label_rows if values.get(field))
 
     def text(self, snap: Snapshot, owners: OwnerMap) -> str:
         """The series in the text format, line for line as dcgm-exporter writes them."""
         out: list[str] = []
         for family in self._families(snap, owners):
-            name = family.spec.name
+            name = family.row.name  # the file's name for the field, as dcgm-exporter writes it
             out.append(f"# HELP {name} {family.row.help}")
             out.append(f"# TYPE {name} {family.row.type}")
             for labels, value in family.samples:
@@ -327,9 +329,9 @@ class DcgmExposition:
         """
         for family in self._families(snap, owners):
             kind = "unknown" if family.row.type == "counter" else family.row.type
-            metric = Metric(family.spec.name, family.row.help, kind)
+            metric = Metric(family.row.name, family.row.help, kind)
             for labels, value in family.samples:
-                metric.add_sample(family.spec.name, dict(labels), value)
+                metric.add_sample(family.row.name, dict(labels), value)
             yield metric
 
 
