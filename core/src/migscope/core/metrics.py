@@ -214,7 +214,7 @@ METRICS: tuple[MetricSpec, ...] = (
             "jpegs",
             "ofas",
         ),
-        "A GPU-instance profile the GPU's own driver offers (nvidia-smi mig -lgip/-lgipp), MIG enabled or not: name, NVML id, slices, memory in MiB, SMs, most instances, placement starts (ascending, comma-separated) and size in memory slices, engines. Read once per GPU, not every sample.",
+        "A GPU-instance profile the GPU's own driver offers (nvidia-smi mig -lgip/-lgipp), MIG enabled or not: name, NVML id, slices, memory in MiB, SMs, most instances, placement starts (ascending, comma-separated) and size as NVML counts them (memory slices; thirds of one on RTX PRO 6000, as -lgipp prints), engines. Read once per GPU, not every sample.",
         "nvmlDeviceGetGpuInstanceProfileInfo (v2, every NVML_GPU_INSTANCE_PROFILE_* index), nvmlDeviceGetGpuInstancePossiblePlacements_v2",
     ),
     _m(

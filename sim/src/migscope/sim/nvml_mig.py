@@ -237,7 +237,8 @@ class MigApi(NvmlCore):
         items = []
         for start, size in profile.placement_spans():
             placement = pynvml.c_nvmlGpuInstancePlacement_t()
-            placement.start, placement.size = start, size
+            # In the driver's units (thirds of a memory slice on RTX PRO 6000), as NVML says.
+            placement.start, placement.size = gpu.model.nvml_span(start, size)
             items.append(placement)
         _fill_array(placementsRef, countRef, items)
         return int(pynvml.NVML_SUCCESS)
@@ -278,8 +279,8 @@ class MigApi(NvmlCore):
         info.device = self._device_ptr(inst.gpu)
         info.id = inst.gi_id
         info.profileId = profile_id(inst.profile)
-        info.placement.start = inst.start
-        info.placement.size = inst.profile.memory_slices
+        start, size = inst.gpu.model.nvml_span(inst.start, inst.profile.memory_slices)
+        info.placement.start, info.placement.size = start, size
         return info
 
     @nvml_api

@@ -222,6 +222,7 @@ class Enumerator:
             )
             if gpu.model is not None:
                 profile = gpu.model.profile_by_nvml_id(profile_id)
+                start, size = _in_memory_slices(gpu.model, start, size)
         except nvml.NVMLError as exc:
             if code_of(exc) not in (*ABSENT, NOT_FOUND):
                 raise
@@ -248,3 +249,15 @@ class Enumerator:
         return NvmlSlice(
             gi_id, mig, uuid, name or "unknown", profile_id, start, size, compute, size or 0, 0
         )
+
+
+def _in_memory_slices(model: GpuModel, start: int, size: int) -> tuple[int | None, int | None]:
+    """An NVML placement in memory slices, what ``migscope_mig_info`` and the planner use.
+
+    NVML counts in the driver's units, which are memory slices on most GPUs and thirds of one
+    on RTX PRO 6000 (``{0,3,6,9}:3``); a span off the model's grid is unknown, not guessed.
+    """
+    try:
+        return model.slices_from_nvml(start, size)
+    except CatalogueError:
+        return None, None
