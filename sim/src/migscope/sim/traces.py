@@ -88,6 +88,11 @@ class TraceSeries:
             prefix.append(prefix[-1] + value * (end - start))
         object.__setattr__(self, "_prefix", tuple(prefix))
 
+    @property
+    def prefix(self) -> tuple[float, ...]:
+        """``integral`` at each sample time and at ``period``: ``len(times) + 1`` values."""
+        return self._prefix
+
     def _index(self, position: float) -> int:
         return bisect.bisect_right(self.times, position) - 1
 

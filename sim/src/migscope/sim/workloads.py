@@ -264,19 +264,21 @@ class Periodic(Workload):
     ) -> None:
         super().__init__(mix=mix, memory=memory, processes=processes)
         self.period, self.duty, self.high, self.low, self.phase = period, duty, high, low, phase
-        self._on = duty * period
-        self._per_period = high * self._on + low * (period - self._on)
+        self.on_seconds = duty * period
+        """Length of the ``high`` part of each period, seconds."""
+        self.per_period = high * self.on_seconds + low * (period - self.on_seconds)
+        """Integral of the level over one whole period."""
 
     def level(self, t: float) -> float:
         """``high`` in the on-part of the period, ``low`` in the rest."""
-        return self.high if (t + self.phase) % self.period < self._on else self.low
+        return self.high if (t + self.phase) % self.period < self.on_seconds else self.low
 
     def _from_zero(self, x: float) -> float:
         loops, r = divmod(x, self.period)
         return (
-            loops * self._per_period
-            + self.high * min(r, self._on)
-            + self.low * max(0.0, r - self._on)
+            loops * self.per_period
+            + self.high * min(r, self.on_seconds)
+            + self.low * max(0.0, r - self.on_seconds)
         )
 
     def cumulative(self, t: float) -> float:
@@ -348,6 +350,26 @@ class Bursty(Workload):
                     merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
                 else:
                     merged.append((lo, hi))
+        return merged
+
+    def bursts(self, until: float) -> list[tuple[float, float]]:
+        """Every burst that starts before ``until``, as ``[start, end)``, overlaps merged.
+
+        The level is ``value`` exactly on these intervals; the analyzer evaluates a whole
+        window at once from them instead of asking :meth:`level` sample by sample.
+        """
+        merged: list[tuple[float, float]] = []
+        if until <= 0:
+            return merged
+        for k in range(int(until // self._BUCKET) + 1):
+            for s in self._bucket_starts(k):
+                if s >= until:
+                    break
+                end = s + self.burst
+                if merged and s <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+                else:
+                    merged.append((s, end))
         return merged
 
     def _covered(self, a: float, b: float) -> float:

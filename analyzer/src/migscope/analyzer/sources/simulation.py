@@ -3,8 +3,10 @@
 :func:`simulate_slices` runs the simulator's *ground truth* for a window (graphics activity,
 memory used, the pod holding each instance, per-slice energy) straight into arrays, one
 slice at a time. It skips NVML calls and text on purpose: a week of a small fleet read back
-through the OpenMetrics parser takes ~25 s, sampled here it takes ~1 s, which is what lets
-``migscope demo`` finish in well under a minute.
+through the OpenMetrics parser takes ~25 s. The arrays come from the workloads' closed forms
+evaluated over the whole window at once (:mod:`~migscope.analyzer.sources.sim_truth`), not
+from the simulator's per-instant API: a few milliseconds per slice-week instead of ~50
+(``bench/simulate_bench.py``), so ``--simulate`` can stand in for a fleet of thousands.
 
 Several scenarios can run as one fleet (:func:`load_fleet`): the demo uses the built-in
 ``fleet-mixed`` (H100/A100, a re-partition on day 3) and ``h200-node`` together.
@@ -24,9 +26,10 @@ from migscope.analyzer.gpu_facts import GpuFacts, parse_driver
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.options import DEFAULT_WINDOW_SECONDS, Progress
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, SourceError, Window
+from migscope.analyzer.sources.sim_truth import instance_truth
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, TimeSeries
 from migscope.sim import Simulation, resolve_scenario
-from migscope.sim.gpu import MIG_RESERVED_BYTES, SimInstance
+from migscope.sim.gpu import SimInstance
 from migscope.sim.scenario import read_scenario_yaml
 
 __all__ = [
@@ -130,26 +133,6 @@ def simulation_window(
     return start, start + window_s
 
 
-def _energy(
-    inst: SimInstance, t: np.ndarray[Any, np.dtype[np.float64]], epoch: float
-) -> TimeSeries:
-    """The slice's share of the GPU's energy, in joules, as a counter over ``t`` (sim seconds).
-
-    The simulator's power model is idle watts plus dynamic watts × GPU-wide activity, and the
-    GPU-wide activity is the compute-slice-weighted sum of the instances'. So the instance's
-    exact share is its weight of the idle power plus its weighted activity integral.
-    """
-    gpu, weight = inst.gpu, inst.weight
-    begin = inst.segment.begin if inst.segment is not None else 0.0
-    base = inst.begin_counters[0]
-    values = [
-        weight * gpu.power.idle_watts * (x - begin)
-        + weight * gpu.power.dynamic_watts * (inst.workload.cumulative(x) - base)
-        for x in t.tolist()
-    ]
-    return TimeSeries.of(t + epoch, values)
-
-
 def simulate_slices(
     sim: Simulation,
     *,
@@ -191,19 +174,12 @@ def simulate_slices(
 def _instance_series(
     node: str, inst: SimInstance, t: np.ndarray[Any, np.dtype[np.float64]], epoch: float
 ) -> SliceSeries:
-    """One instance's ground truth at the sim times ``t``."""
+    """One instance's ground truth at the sim times ``t`` (all of them at once)."""
     gpu = inst.gpu
-    capacity = inst.memory_total - MIG_RESERVED_BYTES
-    activity = np.empty(t.size)
-    memory = np.empty(t.size)
-    for k, x in enumerate(t.tolist()):
-        sample = inst.sample(x)
-        activity[k] = sample.activity["graphics"]
-        memory[k] = inst.workload.memory_at(x, capacity)
-    stamps = t + epoch
+    truth = instance_truth(inst, t)
+    ms = np.round((t + epoch) * 1000.0).astype(np.int64)
     holders = {}
     if inst.owner is not None:
-        ms = np.round(stamps * 1000.0).astype(np.int64)
         holders[(inst.owner.namespace, inst.owner.pod)] = ms
     info = SliceInfo(
         key=SliceKey(node, gpu.index, gpu.uuid, inst.gi_id),
@@ -214,9 +190,9 @@ def _instance_series(
     )
     return SliceSeries(
         info=info,
-        activity=TimeSeries.of(stamps, activity),
-        memory_used=TimeSeries.of(stamps, memory),
+        activity=TimeSeries.of_ms(ms, truth.activity),
+        memory_used=TimeSeries.of_ms(ms, truth.memory_used),
         memory_total_bytes=float(inst.memory_total),
         holders=holders,
-        energy=(_energy(inst, t, epoch),),
+        energy=(TimeSeries.of_ms(ms, truth.energy),),
     )
