@@ -13,6 +13,7 @@ import io
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -642,6 +643,37 @@ def test_once_exits_with_the_childs_status(tmp_path: Path) -> None:
     assert (code, out) == (3, "")
     finished = named(parse_log(err), "run_finished")[0]
     assert (finished["exit_code"], finished["error"]) == (3, "oops")
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["succeeds", "fails"])
+def test_the_log_carries_a_reports_progress_and_a_failure_ends_with_its_error(
+    tmp_path: Path, fails: bool
+) -> None:
+    # A child's stderr is a pipe, not a terminal: `analyze` writes timestamped progress
+    # there (every line with --progress-interval 0, so that no timing is involved), and the
+    # scheduler logs each line as it comes. A failed run's error is still its last line.
+    out_dir = tmp_path / "reports"
+    args = ["--simulate", "h200-node", "--window", "1d", "--progress-interval", "0"]
+    args += ["--what-if", "no-such-config"] if fails else []
+    text = (
+        f"jobs:\n  - name: r\n    kind: report\n    cron: '0 6 * * 1'\n"
+        f"    args: {q(args)}\n    out_dir: {q(str(out_dir))}\n"
+    )
+    code, _, err = invoke("--config", write(tmp_path, text), "--once", "r")
+    assert code == (1 if fails else 0)
+    events = parse_log(err)
+    progress = [e["line"] for e in named(events, "output") if e["stream"] == "stderr"]
+    stamped = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\s*\d+\.\ds\] ")
+    said = [stamped.sub("", line) for line in progress if stamped.match(line)]
+    assert "classified 14 slices" in said
+    assert any(m.startswith("planning pool H200") for m in said)
+    finished = named(events, "run_finished")[0]
+    if fails:
+        assert progress[-1].startswith("migscope: error: no config named")
+        assert finished["error"] == progress[-1]
+    else:
+        assert len(said) == len(progress)  # nothing but progress on stderr
+        assert finished["status"] == "succeeded"
 
 
 # ------------------------------------------------------------------------------------------

@@ -5,12 +5,16 @@ One source per run: ``--prometheus URL`` (statistics computed by the server in P
 or ``--simulate SCENARIO`` (the simulator's ground truth, no GPU needed); each is a
 :class:`~migscope.analyzer.sources.base.Source` and the analysis is
 :func:`migscope.analyzer.run.run`. Every failure a user can fix (unreachable server, no MIG
-series, bad window, unreadable file) is one line on stderr and exit status 1; progress goes
-to stderr only when it is a terminal, so pipes and CI logs get the report alone.
+series, bad window, unreadable file) is one line on stderr and exit status 1. Progress goes to
+stderr: every stage on a terminal; in a log (a CronJob, the scheduler) a timestamped line every
+few seconds once a run lasts that long (:mod:`migscope.cli.progress`), so stdout stays the
+report alone. How ``--prometheus`` is reached (tenant, headers, TLS, auth) is
+:mod:`migscope.cli.server_access`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import cast
 
@@ -28,12 +32,14 @@ from migscope.cli.analyze_inputs import (
     parse_what_if,
     parse_window,
     pending_mode,
-    progress_reporter,
     read_pending,
     read_policy,
+    server_status,
 )
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import Duration, chosen_format, format_option, seconds
+from migscope.cli.progress import DEFAULT_PROGRESS_INTERVAL_SECONDS, Heartbeat, ProgressLog
+from migscope.cli.server_access import ServerAccess, server_access_options
 from migscope.cli.summary import summary_lines
 
 __all__ = ["analyze_command", "parse_window", "write_outputs"]
@@ -55,11 +61,7 @@ DEFAULTS = AnalyzeOptions()
     is_flag=True,
     help="With --simulate or --source: backfill a local Prometheus (on PATH) and query it.",
 )
-@click.option(
-    "--bearer-token-file",
-    metavar="FILE",
-    help="Bearer token for --prometheus, re-read on every request.",
-)
+@server_access_options
 @click.option(
     "--timeout",
     type=Duration(),
@@ -145,12 +147,21 @@ DEFAULTS = AnalyzeOptions()
     metavar="FILE",
     help="mig-parted config the --what-if names come from (default: MIG Manager's generated).",
 )
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr (errors still).")
+@click.option(
+    "--progress-interval",
+    type=Duration(positive=False),
+    default=seconds(DEFAULT_PROGRESS_INTERVAL_SECONDS),
+    show_default=True,
+    help="When stderr is not a terminal (a CronJob log): at most one timestamped progress "
+    "line per this long, none in a run shorter than it; 0: every line.",
+)
 def analyze_command(
     source: str | None,
     simulate: str | None,
     prometheus: str | None,
     prometheus_embedded: bool,
-    bearer_token_file: str | None,
+    access: ServerAccess,
     timeout: float,
     window: str,
     step: float,
@@ -168,6 +179,8 @@ def analyze_command(
     kubeconfig: str | None,
     apply: bool,
     drain: bool,
+    quiet: bool,
+    progress_interval: float,
     end: str | None = None,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
@@ -184,38 +197,54 @@ def analyze_command(
     what_if_file = load_what_if_config(what_if_config)
     if what_if_file is not None and not what_if_map:
         raise InvalidInput("--what-if-config needs --what-if CONFIG to say which layout to replay")
-    say = progress_reporter(sys.stderr.isatty())
-    origin = choose_source(
-        source=source,
-        simulate=simulate,
-        prometheus=prometheus,
-        embedded=prometheus_embedded,
-        bearer_token_file=bearer_token_file,
-        timeout_s=timeout,
-        progress=say,
-    )
-    mode = pending_mode(pending_pods, kubeconfig, live=prometheus is not None)
-    pending, pending_notes = read_pending(mode, kubeconfig, timeout)
-    options = AnalyzeOptions(
-        window_s=window_s,
-        end=parse_end(end),
-        step_s=step,
-        policy=read_policy(policy_file),
-        headroom=headroom,
-        price_per_gpu_hour=price_per_gpu_hour,
-        objective=cast(Objective, objective),
-        time_limit_s=time_limit,
-        what_if=what_if_map or None,
-        what_if_config=what_if_file,
-        pending=pending,
-        pending_notes=pending_notes,
-        progress=say,
-    )
-    result = run(origin, options)
-    fmt = chosen_format(format_, output, None if out_dir is not None else "md")
-    write_outputs(result, out_dir=out_dir, fmt=cast("Format | None", fmt))
+    say = _progress_log(quiet=quiet, interval_s=progress_interval)
+    with Heartbeat(say) if say is not None and not say.terminal else contextlib.nullcontext():
+        origin = choose_source(
+            source=source,
+            simulate=simulate,
+            prometheus=prometheus,
+            embedded=prometheus_embedded,
+            access=access,
+            timeout_s=timeout,
+            progress=say,
+        )
+        if say is not None:
+            say.status = server_status(origin)
+        mode = pending_mode(pending_pods, kubeconfig, live=prometheus is not None)
+        pending, pending_notes = read_pending(mode, kubeconfig, timeout)
+        options = AnalyzeOptions(
+            window_s=window_s,
+            end=parse_end(end),
+            step_s=step,
+            policy=read_policy(policy_file),
+            headroom=headroom,
+            price_per_gpu_hour=price_per_gpu_hour,
+            objective=cast(Objective, objective),
+            time_limit_s=time_limit,
+            what_if=what_if_map or None,
+            what_if_config=what_if_file,
+            pending=pending,
+            pending_notes=pending_notes,
+            progress=say,
+        )
+        result = run(origin, options)
+        if say is not None and out_dir is not None:
+            say(f"writing the reports to {out_dir}")
+        fmt = chosen_format(format_, output, None if out_dir is not None else "md")
+        write_outputs(result, out_dir=out_dir, fmt=cast("Format | None", fmt))
     if apply:
         _apply(result, kubeconfig=kubeconfig, drain=drain)
+
+
+def _progress_log(*, quiet: bool, interval_s: float) -> ProgressLog | None:
+    """Progress to stderr: every stage on a terminal, rate-limited and timestamped in a log."""
+    if quiet:
+        return None
+    return ProgressLog(
+        lambda line: click.echo(line, err=True),
+        terminal=sys.stderr.isatty(),
+        interval_s=interval_s,
+    )
 
 
 def write_outputs(result: AnalysisResult, *, out_dir: str | None, fmt: Format | None) -> None:

@@ -7,10 +7,11 @@ wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them togeth
 
 from __future__ import annotations
 
-import time
+import ssl
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Literal
+from urllib.parse import urlsplit
 
 import click
 
@@ -24,6 +25,8 @@ from migscope.analyzer.sources.prometheus_source import PrometheusSource
 from migscope.analyzer.sources.simulation import SimulationSource
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import parse_duration_flag
+from migscope.cli.progress import ProgressLog
+from migscope.cli.server_access import ServerAccess
 from migscope.core.migparted import MigPartedConfig, parse_config
 from migscope.kube import Kube, KubeError, api_client
 
@@ -38,6 +41,7 @@ __all__ = [
     "progress_reporter",
     "read_pending",
     "read_policy",
+    "server_status",
 ]
 
 PendingMode = Literal["auto", "on", "off"]
@@ -53,19 +57,35 @@ def parse_window(text: str) -> float:
     return parse_duration_flag("--window", text, unit_required=True)
 
 
-def progress_reporter(enabled: bool) -> Callable[[str], None] | None:
-    """A stage printer for stderr with elapsed seconds, or None when progress is off.
+def progress_reporter(enabled: bool) -> ProgressLog | None:
+    """A stage printer for a terminal (every stage, elapsed seconds), or None when off.
 
-    Only on a terminal: in a pipe or a CI log the lines would be noise around the report.
+    ``migscope demo`` uses it as it is; ``analyze`` also logs progress when stderr is not a
+    terminal (:class:`~migscope.cli.progress.ProgressLog`).
     """
     if not enabled:
         return None
-    started = time.monotonic()
+    return ProgressLog(lambda line: click.echo(line, err=True), terminal=True)
 
-    def say(message: str) -> None:
-        click.echo(f"[{time.monotonic() - started:5.1f}s] {message}", err=True)
 
-    return say
+def server_status(source: Source) -> Callable[[], str] | None:
+    """What a progress heartbeat says about a server source: requests so far, bytes read.
+
+    None for sources that read no server (a file, the simulator): they have nothing to add.
+    """
+    if not isinstance(source, PrometheusSource):
+        return None
+    client = source.client
+
+    def status() -> str:
+        usage = client.usage
+        retries = f" ({usage.retries} retried)" if usage.retries else ""
+        return (
+            f"server: {usage.requests} requests{retries}, "
+            f"{usage.bytes_received / 2**20:.1f} MiB received"
+        )
+
+    return status
 
 
 def choose_source(
@@ -74,15 +94,31 @@ def choose_source(
     simulate: str | None,
     prometheus: str | None,
     embedded: bool,
-    bearer_token_file: str | None,
+    bearer_token_file: str | None = None,
+    access: ServerAccess | None = None,
     timeout_s: float,
     progress: Callable[[str], None] | None,
 ) -> Source:
     """The one source the flags name.
 
+    Args:
+        source: ``--source FILE``.
+        simulate: ``--simulate SCENARIO[,...]``.
+        prometheus: ``--prometheus URL``.
+        embedded: ``--prometheus-embedded``.
+        bearer_token_file: Shorthand for ``ServerAccess(bearer_token_file=...)`` (``demo``).
+        access: How to reach ``prometheus`` (:mod:`migscope.cli.server_access`).
+        timeout_s: Per request to a server.
+        progress: Stage messages.
+
     Raises:
-        InvalidInput: none or several named, or ``--prometheus-embedded`` with a server.
+        InvalidInput: none or several named, ``--prometheus-embedded`` with a server, server
+            access flags without a server, or options the client refuses.
     """
+    if access is None:
+        access = ServerAccess(bearer_token_file=bearer_token_file)
+    elif bearer_token_file is not None:
+        raise ValueError("give bearer_token_file inside access, not beside it")
     chosen = [x for x in (source, simulate, prometheus) if x is not None]
     if len(chosen) != 1:
         raise InvalidInput(
@@ -93,13 +129,22 @@ def choose_source(
             "--prometheus-embedded goes with --simulate or --source, not --prometheus"
         )
     if prometheus is not None:
-        try:
-            client = PrometheusClient(
-                prometheus, bearer_token_file=bearer_token_file, timeout=timeout_s
+        if _has_user(prometheus) and (
+            access.basic_auth is not None or access.bearer_token_file is not None
+        ):
+            raise InvalidInput(
+                "the --prometheus URL holds a user: drop it, or --basic-auth-user and "
+                "--bearer-token-file"
             )
+        try:
+            client = PrometheusClient(prometheus, timeout=timeout_s, **access.client_options())
         except ValueError as exc:  # a URL that is not http(s)://host[:port][/prefix]
             raise InvalidInput(str(exc)) from exc
+        except (ssl.SSLError, OSError) as exc:  # a TLS file changed since it was checked
+            raise InvalidInput(f"TLS files for --prometheus: {exc}") from exc
         return PrometheusSource(client)
+    if access.flags:
+        raise InvalidInput(f"{', '.join(access.flags)}: only with --prometheus URL")
     inner: Source = (
         FileSource(source)
         if source is not None
@@ -108,6 +153,14 @@ def choose_source(
     if embedded:
         return EmbeddedPrometheusSource(inner, timeout_s=timeout_s, progress=progress)
     return inner
+
+
+def _has_user(url: str) -> bool:
+    """Whether ``url`` carries user info (which the client turns into basic auth)."""
+    try:
+        return urlsplit(url).username is not None
+    except ValueError:  # not a URL: the client says what is wrong with it
+        return False
 
 
 def read_policy(path: str | None) -> Policy:

@@ -103,6 +103,25 @@ def _has_ssl_cause(exc: BaseException) -> bool:
     return False
 
 
+def _tls_advice(reason: str) -> str:
+    """What to try after a failed TLS handshake, in the CLI's terms and the client's.
+
+    A certificate alert from the server (``alert bad certificate``, ``alert certificate
+    required``, ``alert unknown ca``) means the server refused us: it wants a client
+    certificate it trusts. Anything else is the client refusing the server's certificate.
+    """
+    said = reason.lower()
+    if "alert" in said and ("certificate" in said or "unknown ca" in said):
+        return (
+            "the server wants a client certificate it trusts: give it with --client-cert and "
+            "--client-key (client_cert= in Python)"
+        )
+    return (
+        "give the server's CA with --ca-file (ca_file= in Python; --insecure-skip-verify or "
+        "verify=False to test)"
+    )
+
+
 def _attempts(count: int) -> str:
     return f"{count} attempt" + ("s" if count != 1 else "")
 
@@ -326,8 +345,7 @@ class ApiTransport:
                 reason = clip(exc)
                 if _has_ssl_cause(exc):
                     raise PrometheusUnreachable(
-                        f"TLS with {shown} failed: {reason}; give the server's CA with "
-                        "ca_file= (or verify=False to test)",
+                        f"TLS with {shown} failed: {reason}; {_tls_advice(reason)}",
                         url=shown,
                     ) from exc
                 if (
