@@ -4,21 +4,33 @@ A team that only runs dcgm-exporter should get a report on day one, so the analy
 both dialects and hands the rest of the pipeline the same :class:`SliceSeries` for each:
 
 ============== ========================================== ==========================================
-               migscope                                   dcgm-exporter
+               migscope                                   dcgm-exporter (up to 4.8.x; 4.9.0+)
 ============== ========================================== ==========================================
 slice          ``migscope_mig_info`` (profile, MIG UUID,  ``GPU_I_ID`` and ``GPU_I_PROFILE`` labels
                placement)                                 on every per-GI series
 GPU model      ``migscope_gpu_info{model}`` (catalogue)   ``modelName`` (NVML name → catalogue)
-activity       ``migscope_mig_graphics_active_ratio``     ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``
-memory used    ``migscope_mig_memory_used_bytes``         ``DCGM_FI_DEV_FB_USED`` (MiB × 2^20)
-memory total   ``migscope_mig_memory_total_bytes``        ``FB_USED + FB_FREE``, else catalogue
+activity       ``migscope_mig_graphics_active_ratio``     ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``;
+                                                          ``..._GR_ENGINE_UTIL_RATIO`` (both 0..1)
+memory used    ``migscope_mig_memory_used_bytes``         ``DCGM_FI_DEV_FB_USED`` (MiB × 2^20);
+                                                          ``DCGM_FI_DEV_FB_USED_BYTES``
+memory total   ``migscope_mig_memory_total_bytes``        ``FB_USED + FB_FREE`` (either
+                                                          generation), else
+                                                          ``DCGM_FI_DEV_FB_CAPACITY_BYTES``, else
+                                                          catalogue
 pod            ``migscope_mig_pod_info{namespace,pod}``   ``namespace``/``pod`` labels, when set
 energy         ``migscope_mig_energy_estimated_joules``   none: DCGM repeats the *whole GPU's*
                                                           energy on every GI; it is not the slice's
 ============== ========================================== ==========================================
 
+dcgm-exporter 4.9.0 renamed its default fields to DCGM 4.7's names and wrote the framebuffer in
+bytes; :data:`.names.DCGM_FIELDS` lists every name read, its unit and the evidence for it.
+Each series is converted to bytes or a ratio before anything else, so either generation, or
+both during a rollout (the newer one read where both hold the same slice and time), gives
+the same slices.
+
 The node comes from the ``node`` label (what migscope's ServiceMonitor sets), else
-``Hostname``/``hostname`` (dcgm-exporter's ``NODE_NAME``), else ``instance``. Pod labels are
+``Hostname``/``hostname`` (dcgm-exporter's ``NODE_NAME``; ``hostname`` from 4.8.3), else
+``instance``. Pod labels are
 read from ``exported_namespace``/``exported_pod`` first: when Prometheus scrapes without
 ``honor_labels`` the exporter's own ``pod`` label is renamed so, and ``pod`` is then the
 exporter's pod (dcgm-exporter #85). Empty label values mean "no pod", as Prometheus drops them.
@@ -70,7 +82,6 @@ from migscope.analyzer.dialect.detect import (
 )
 from migscope.analyzer.dialect.identity import (
     DEFAULT_NODE,
-    MIB,
     NAMESPACE_LABELS,
     NODE_LABELS,
     POD_LABELS,
@@ -84,12 +95,16 @@ from migscope.analyzer.dialect.identity import (
 )
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
+    DCGM_FB_CAPACITY,
     DCGM_FB_FREE,
     DCGM_FB_USED,
+    DCGM_FIELDS,
     DCGM_METRICS,
     DCGM_PRESENCE_PREFERENCE,
+    DCGM_QUANTITIES,
     DIALECT_METRICS,
     GPU_INFO,
+    MIB,
     MIG_ACTIVITY,
     MIG_ENERGY,
     MIG_INFO,
@@ -97,19 +112,27 @@ from migscope.analyzer.dialect.names import (
     MIG_MEMORY_USED,
     MIG_POD_INFO,
     MIGSCOPE_METRICS,
+    DcgmField,
     dcgm_family,
+    dcgm_field,
+    fields_of,
     indexes,
     keeps,
     presence_family,
+    quantity_names,
+    unit_scale,
 )
 from migscope.analyzer.dialect.reader import SliceReader, iter_slice_series
 
 __all__ = [
     "DCGM_ACTIVITY",
+    "DCGM_FB_CAPACITY",
     "DCGM_FB_FREE",
     "DCGM_FB_USED",
+    "DCGM_FIELDS",
     "DCGM_METRICS",
     "DCGM_PRESENCE_PREFERENCE",
+    "DCGM_QUANTITIES",
     "DEFAULT_NODE",
     "DIALECT_METRICS",
     "GPU_INFO",
@@ -124,6 +147,7 @@ __all__ = [
     "NAMESPACE_LABELS",
     "NODE_LABELS",
     "POD_LABELS",
+    "DcgmField",
     "Dialect",
     "NoMigSeriesError",
     "SliceId",
@@ -131,8 +155,10 @@ __all__ = [
     "catalogue_model",
     "closest_names",
     "dcgm_family",
+    "dcgm_field",
     "detect_dialect",
     "explain_no_mig",
+    "fields_of",
     "gi_families",
     "gpu_uuid_of",
     "indexes",
@@ -143,4 +169,6 @@ __all__ = [
     "pod_of",
     "presence_family",
     "profile_bytes",
+    "quantity_names",
+    "unit_scale",
 ]

@@ -14,12 +14,13 @@ from enum import Enum
 
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
-    DCGM_FB_FREE,
     DCGM_FB_USED,
+    DCGM_FIELDS,
     DIALECT_METRICS,
     MIG_INFO,
     MIGSCOPE_PREFIX,
     dcgm_family,
+    fields_of,
 )
 from migscope.analyzer.openmetrics import SeriesSet
 from migscope.core.errors import UserError
@@ -99,7 +100,7 @@ def explain_no_mig(where: str, names: Collection[str], *, empty: str) -> str:
         names: Every sample (metric) name found.
         empty: What to say when there is no name at all ("no samples").
     """
-    first = (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)  # what the analyzer reads, first
+    first = [f.name for f in DCGM_FIELDS]  # what the analyzer reads, first
     dcgm = sorted(
         {n for n in names if dcgm_family(n) is not None},
         key=lambda n: (first.index(n.upper()) if n.upper() in first else len(first), n),
@@ -123,9 +124,10 @@ def explain_no_mig(where: str, names: Collection[str], *, empty: str) -> str:
         if close
         else ""
     )
+    new = "/".join(fields_of(q)[-1].name for q in (DCGM_ACTIVITY, DCGM_FB_USED))
     return (
         f"{where}: no MIG series found ({found}{hint}; expected {MIG_INFO} from migscope "
-        f"or {DCGM_ACTIVITY}/{DCGM_FB_USED} with GPU_I_ID from dcgm-exporter)"
+        f"or {DCGM_ACTIVITY}/{DCGM_FB_USED} (4.9+: {new}) with GPU_I_ID from dcgm-exporter)"
     )
 
 

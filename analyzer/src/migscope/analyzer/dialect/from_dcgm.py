@@ -2,34 +2,34 @@
 
 Why a module of its own: dcgm-exporter has no slice series of its own; a slice is node, GPU
 UUID, ``GPU_I_ID`` and ``GPU_I_PROFILE`` on its per-GI families (there is no MIG UUID outside
-DRA mode), framebuffer sizes are MiB, memory total is ``FB_USED + FB_FREE``, and slices
-that only a *presence* family lists are kept, with no samples. Names are matched in any
-letter case.
+DRA mode), each quantity comes under 4.8's name or 4.9's (framebuffer in MiB or in bytes,
+:data:`~migscope.analyzer.dialect.names.DCGM_FIELDS`), memory total is ``FB_USED + FB_FREE``
+(else ``FB_CAPACITY_BYTES``), and slices that only a *presence* family lists are kept, with no
+samples. Names are matched in any letter case.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from migscope.analyzer.dialect.checks import SliceChecks
 from migscope.analyzer.dialect.detect import NoMigSeriesError, gi_families
 from migscope.analyzer.dialect.grouping import first_seen, holders, latest
-from migscope.analyzer.dialect.identity import (
-    MIB,
-    SliceId,
-    node_of,
-    parse_int,
-    pod_of,
-)
+from migscope.analyzer.dialect.identity import SliceId, node_of, parse_int, pod_of
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
+    DCGM_FB_CAPACITY,
     DCGM_FB_FREE,
     DCGM_FB_USED,
+    DCGM_QUANTITIES,
     dcgm_family,
+    fields_of,
     presence_family,
+    quantity_names,
+    unit_scale,
 )
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
@@ -45,6 +45,29 @@ def _families(series: SeriesSet, family: str) -> list[Series]:
     return [
         s for name, items in series.series.items() if dcgm_family(name) == family for s in items
     ]
+
+
+def _quantity(series: SeriesSet, quantity: str) -> list[Series]:
+    """The kept series of every name ``quantity`` is written under, older generation first.
+
+    The order matters where two generations hold the same slice at the same time: the
+    concatenation keeps the later sample of a timestamp (:meth:`TimeSeries.of_ms`), so the
+    newer field is read (see :data:`~migscope.analyzer.dialect.names.DCGM_FIELDS`).
+    """
+    return [s for field in fields_of(quantity) for s in _families(series, field.name)]
+
+
+def _base(s: Series) -> TimeSeries:
+    """A series' samples in the analyzer's units (bytes, ratio): MiB fields times 2^20."""
+    scale = unit_scale(s.name)
+    if scale == 1.0:
+        return s.samples
+    return TimeSeries.of_ms(s.samples.timestamps_ms, s.samples.values * scale)
+
+
+def _joined(parts: Sequence[Series]) -> TimeSeries | None:
+    """One slice's series of one quantity, in the analyzer's units, as one series."""
+    return TimeSeries.concat(_base(s) for s in parts)
 
 
 def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
@@ -82,16 +105,16 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
     """
     grouped: dict[str, dict[SliceId, list[Series]]] = {}
     unusable: dict[str, int] = defaultdict(int)
-    for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
+    for quantity in DCGM_QUANTITIES:
         by_key: dict[SliceId, list[Series]] = defaultdict(list)
-        for s in _families(series, name):
+        for s in _quantity(series, quantity):
             key = _dcgm_key(s.labels, default_node)
             if key is not None:
                 by_key[key].append(s)
             elif s.labels.get("GPU_I_ID"):
-                unusable[name] += 1
-        grouped[name] = by_key
-    measured = set(grouped[DCGM_ACTIVITY]) | set(grouped[DCGM_FB_USED]) | set(grouped[DCGM_FB_FREE])
+                unusable[dcgm_family(s.name) or s.name] += 1
+        grouped[quantity] = by_key
+    measured = {key for by_key in grouped.values() for key in by_key}
 
     presence = presence_family(gi_families(series))
     listed: dict[SliceId, Mapping[str, str]] = {}
@@ -111,11 +134,7 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
                 listed.setdefault(key, labels)
 
     def parts(key: SliceId) -> list[Series]:
-        return [
-            s
-            for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)
-            for s in grouped[name].get(key, [])
-        ]
+        return [s for by_key in grouped.values() for s in by_key.get(key, [])]
 
     order = sorted(measured | set(listed), key=lambda k: (k[0], first_seen(parts(k)), k[1]))
     notes: list[str] = []
@@ -125,10 +144,11 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
             f"{series.source}: dcgm-exporter series with a GPU_I_ID but no numeric gpu or "
             f"GPU_I_ID label were left out ({counts})"
         )
+    activity_name = quantity_names(DCGM_ACTIVITY, series.names)
     if listed:
         notes.append(
             f"{series.source}: {len(listed)} GPU instance(s) appear only in {presence}, with "
-            f"no {DCGM_ACTIVITY} or framebuffer series: reported unknown, their GPUs kept "
+            f"no {activity_name} or framebuffer series: reported unknown, their GPUs kept "
             "as they are"
         )
     if not order:
@@ -137,14 +157,15 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
             "gpu and GPU_I_ID label to tell the slice"
         )
 
+    used_name = quantity_names(DCGM_FB_USED, series.names)
     checks = SliceChecks(
         series.source,
         {
-            Kind.ACTIVITY_DROPPED: DCGM_ACTIVITY,
-            Kind.ACTIVITY_CLAMPED: DCGM_ACTIVITY,
-            Kind.MEMORY_DROPPED: DCGM_FB_USED,
-            Kind.MEMORY_ABOVE_TOTAL: DCGM_FB_USED,
-            Kind.TOTAL_IGNORED: f"{DCGM_FB_USED} + {DCGM_FB_FREE}",
+            Kind.ACTIVITY_DROPPED: activity_name,
+            Kind.ACTIVITY_CLAMPED: activity_name,
+            Kind.MEMORY_DROPPED: used_name,
+            Kind.MEMORY_ABOVE_TOTAL: used_name,
+            Kind.TOTAL_IGNORED: _total_name(series.names),
         },
     )
     # The checks run now, over every slice, so that their notes come with the slices.
@@ -159,7 +180,6 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
             if current is None:
                 continue
             model = model_for_name(current.get("modelName", ""))
-            used_mib = TimeSeries.concat(s.samples for s in used_parts)
             yield SliceSeries(
                 info=SliceInfo(
                     key=key[0],
@@ -168,12 +188,8 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
                     mig_uuid=current.get("dra_mig_device_uuid") or None,
                     placement_start=None,
                 ),
-                activity=TimeSeries.concat(s.samples for s in activity_parts),
-                memory_used=(
-                    TimeSeries.of_ms(used_mib.timestamps_ms, used_mib.values * MIB)
-                    if used_mib is not None
-                    else None
-                ),
+                activity=_joined(activity_parts),
+                memory_used=_joined(used_parts),
                 memory_total_bytes=totals[key],
                 holders=holders(
                     (owner, s.samples)
@@ -192,7 +208,7 @@ def _checked(
     listed: Mapping[SliceId, Mapping[str, str]],
     checks: SliceChecks,
 ) -> dict[SliceId, float | None]:
-    """Clean each slice's activity and FB_USED in ``grouped``; return its memory total."""
+    """Clean each slice's activity and memory use in ``grouped``; return its memory total."""
     activity, used = grouped[DCGM_ACTIVITY], grouped[DCGM_FB_USED]
     totals: dict[SliceId, float | None] = {}
     for key in order:
@@ -204,11 +220,24 @@ def _checked(
         if key in used:
             used[key] = checks.memory(key, used[key])
         model = model_for_name(labels.get("modelName", ""))
-        used_mib = TimeSeries.concat(s.samples for s in used.get(key, []))
-        free_mib = TimeSeries.concat(s.samples for s in grouped[DCGM_FB_FREE].get(key, []))
-        totals[key] = checks.total(key, _dcgm_total(used_mib, free_mib), model, key[1])
-        checks.above_total(key, used.get(key, []), totals[key], scale=float(MIB))
+        used_bytes = _joined(used.get(key, []))
+        measured = _dcgm_total(
+            used_bytes,
+            _joined(grouped[DCGM_FB_FREE].get(key, [])),
+            _joined(grouped[DCGM_FB_CAPACITY].get(key, [])),
+        )
+        totals[key] = checks.total(key, measured, model, key[1])
+        if used_bytes is not None:  # joined: a sample two generations hold counts once
+            checks.above_total(key, [Series(DCGM_FB_USED, {}, used_bytes)], totals[key])
     return totals
+
+
+def _total_name(names: Iterable[str]) -> str:
+    """How a note names the memory total the series give (the fields present)."""
+    both = f"{quantity_names(DCGM_FB_USED, names)} + {quantity_names(DCGM_FB_FREE, names)}"
+    if dcgm_family(DCGM_FB_CAPACITY) in {dcgm_family(n) for n in names}:
+        return f"{both} (else {DCGM_FB_CAPACITY})"
+    return both
 
 
 def _labels(
@@ -217,19 +246,19 @@ def _labels(
     listed: Mapping[SliceId, Mapping[str, str]],
 ) -> Mapping[str, str] | None:
     """The slice's current labels: its newest measured series', else the presence family's."""
-    current = latest(
-        s
-        for name in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE)
-        for s in grouped[name].get(key, [])
-    )
+    current = latest(s for by_key in grouped.values() for s in by_key.get(key, []))
     return current.labels if current is not None else listed.get(key)
 
 
-def _dcgm_total(used: TimeSeries | None, free: TimeSeries | None) -> float | None:
+def _dcgm_total(
+    used: TimeSeries | None, free: TimeSeries | None, capacity: TimeSeries | None
+) -> float | None:
     """Slice memory, bytes: ``FB_USED + FB_FREE`` at the last time both were seen, or None.
 
-    The last sum that is not NaN or negative, as the server's ``>= 0`` filter keeps it;
-    :meth:`SliceChecks.total` then decides whether it is a size.
+    The last sum that is not NaN or negative, as the server's ``>= 0`` filter keeps it; with
+    no such sum, the last such ``FB_CAPACITY_BYTES`` (dcgm-exporter 4.9+). Used plus free
+    first, because that is what a 4.8 scrape gives, so that a slice's total does not change
+    with the exporter's release. :meth:`SliceChecks.total` then decides whether it is a size.
     """
     if used is not None and free is not None:
         both, at_used, at_free = np.intersect1d(
@@ -239,5 +268,10 @@ def _dcgm_total(used: TimeSeries | None, free: TimeSeries | None) -> float | Non
         with np.errstate(invalid="ignore"):
             valid = sums >= 0
         if both.size and bool(valid.any()):
-            return float(sums[valid][-1]) * MIB
+            return float(sums[valid][-1])
+    if capacity is not None:
+        with np.errstate(invalid="ignore"):
+            valid = capacity.values >= 0
+        if bool(valid.any()):
+            return float(capacity.values[valid][-1])
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeAlias
 
+from migscope.analyzer.dialect.names import MIB
 from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.core.catalogue import (
     GpuModel,
@@ -36,9 +37,6 @@ __all__ = [
     "pod_of",
     "profile_bytes",
 ]
-
-MIB = 1 << 20
-"""Bytes per MiB: dcgm-exporter reports framebuffer sizes in MiB."""
 
 DEFAULT_NODE = "unknown"
 """Node name for series that carry no node label (a scrape saved straight from /metrics)."""

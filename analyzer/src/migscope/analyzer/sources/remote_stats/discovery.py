@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from migscope.analyzer.dialect import (
-    DCGM_ACTIVITY,
-    DCGM_FB_FREE,
-    DCGM_FB_USED,
+    DCGM_FB_CAPACITY,
+    DCGM_QUANTITIES,
     MIG_INFO,
     NODE_LABELS,
     Dialect,
     NoMigSeriesError,
     dcgm_family,
     explain_no_mig,
+    fields_of,
     presence_family,
 )
 from migscope.analyzer.sources.prometheus import PrometheusClient
@@ -97,17 +97,39 @@ def _spellings(names: Iterable[str], family: str) -> tuple[str, ...]:
     return found or (family,)
 
 
-def dcgm_names(client: PrometheusClient, *, start: float, end: float) -> dict[str, tuple[str, ...]]:
-    """Every spelling on the server of each dcgm-exporter family the queries read.
+def _quantity_spellings(names: Iterable[str], quantity: str) -> tuple[str, ...]:
+    """Every name on the server that writes ``quantity``, newer generation first.
 
-    Activity and both framebuffer families (themselves when absent), and under
-    ``"presence"`` the family that lists GPU instances without them, if any (see
+    Every letter case of every field of it (dcgm-exporter 4.8's and 4.9's names, see
+    :data:`~migscope.analyzer.dialect.names.DCGM_FIELDS`). Newer first because the queries
+    join them with ``or``, which keeps the left side where both hold a slice, and the file
+    reader reads the newer field there too. With none on the server: the quantity's own
+    name, which matches nothing (or nothing at all for the capacity, which 4.8 lacks).
+    """
+    present = sorted(names)
+    found = tuple(
+        n
+        for field in reversed(fields_of(quantity))
+        for n in present
+        if dcgm_family(n) == field.name
+    )
+    if found:
+        return found
+    return () if quantity == DCGM_FB_CAPACITY else (quantity,)
+
+
+def dcgm_names(client: PrometheusClient, *, start: float, end: float) -> dict[str, tuple[str, ...]]:
+    """Every spelling on the server of each dcgm-exporter quantity the queries read.
+
+    Activity, the framebuffer's used and free (their 4.8 names when absent) and capacity
+    (empty when absent), each under its 4.8 name (see :func:`_quantity_spellings`), and
+    under ``"presence"`` the family that lists GPU instances without them, if any (see
     :func:`~migscope.analyzer.dialect.presence_family`).
     """
     present = client.label_values("__name__", start=start, end=end)
     names: dict[str, tuple[str, ...]] = {}
-    for family in (DCGM_ACTIVITY, DCGM_FB_USED, DCGM_FB_FREE):
-        names[family] = _spellings(present, family)
+    for quantity in DCGM_QUANTITIES:
+        names[quantity] = _quantity_spellings(present, quantity)
     presence = presence_family(_gi_families(client, present, start=start, end=end))
     if presence is not None:
         names["presence"] = _spellings(present, presence)

@@ -15,14 +15,16 @@ from migscope.analyzer.dialect import (
     DCGM_ACTIVITY,
     DEFAULT_NODE,
     GPU_INFO,
-    MIB,
     MIG_INFO,
     MIG_MEMORY_TOTAL,
     SliceId,
     catalogue_model,
+    dcgm_field,
+    fields_of,
     gpu_uuid_of,
     migscope_slice_info,
     profile_bytes,
+    quantity_names,
 )
 from migscope.analyzer.model import SliceInfo
 from migscope.analyzer.sources.prometheus import Sample
@@ -84,14 +86,17 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     """dcgm-exporter: the slices with activity, framebuffer or presence series in the window.
 
     Memory total is ``FB_USED + FB_FREE`` in the last step interval that has both (each
-    family's spellings merged first, ``max without ()``, so that two spellings of one
-    family do not make the addition many-to-many), else the catalogue's profile size.
+    quantity's spellings and generations merged first, ``max without ()``, so that two
+    names of one quantity do not make the addition many-to-many; all in bytes), else
+    ``FB_CAPACITY_BYTES`` in the last interval that has it (dcgm-exporter 4.9+), else the
+    catalogue's profile size: the order the file reader takes them in.
     Slices seen only in the presence family have no samples: they come out ``unknown``.
     """
 
     def per_interval(metrics: Sequence[str], valid: str = "") -> str:
         parts = " or ".join(
-            f"(last_over_time({q.sel(m, nodes)}[{q.interval}]){' ' + valid if valid else ''})"
+            f"({q.in_base_units(f'last_over_time({q.sel(m, nodes)}[{q.interval}])', m)}"
+            f"{' ' + valid if valid else ''})"
             for m in metrics
         )
         return f"max without () ({parts})"
@@ -100,12 +105,21 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     # last time both were sampled: a slice whose pod (and so series) changed keeps the
     # newest total, not the largest of its series'.
     # FB_USED that the rules drop (negative, infinite) makes no total, as in the file reader.
-    used = per_interval(q.memory, VALID)
-    both = f"(max {q.by} ({used} + {per_interval(q.free)}) >= 0)"
-    totals = q.values(f"last_over_time({both}[{q.value_range}:{q.step}])", scale=float(MIB))
+    # One sum per generation of names, newer first (see Queries.per_interval): a 4.9
+    # series does not match a 4.8 one label for label, so ``or`` prefers per slice.
+    sums = [
+        f"(max {q.by} ({per_interval(used, VALID)} + {per_interval(free)}) >= 0)"
+        for used, free in _pairs(q.generations(q.memory), q.generations(q.free))
+    ]
+    both = sums[0] if len(sums) == 1 else f"({' or '.join(sums)})"
+    total = f"last_over_time({both}[{q.value_range}:{q.step}])"
+    if q.capacity:
+        capacity = f"(max {q.by} ({per_interval(q.capacity, '>= 0')}))"
+        total = f"{total} or last_over_time({capacity}[{q.value_range}:{q.step}])"
+    totals = q.values(total)
     labels_by = dict.fromkeys((*q.key_labels, "modelName"))
     by = "by (" + ", ".join(labels_by) + ")"
-    measured = q.last([*q.activity, *q.memory, *q.free], nodes)
+    measured = q.last([*q.activity, *q.memory, *q.free, *q.capacity], nodes)
     found = sorted(q.ask(f"count {by} ({measured})"), key=lambda s: sorted(s.labels.items()))
     listed: list[Sample] = []
     if q.presence:
@@ -131,10 +145,29 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     if only_listed:
         q.run.found.append(
             f"{q.client.base_url}: {only_listed} GPU instance(s) appear only in "
-            f"{', '.join(q.presence)}, with no {DCGM_ACTIVITY} or framebuffer series: "
+            f"{', '.join(q.presence)}, with no {quantity_names(DCGM_ACTIVITY, q.activity)} or "
+            "framebuffer series: "
             "reported unknown, their GPUs kept as they are"
         )
     return out
+
+
+def _pairs(
+    used: Sequence[Sequence[str]], free: Sequence[Sequence[str]]
+) -> list[tuple[Sequence[str], Sequence[str]]]:
+    """Each generation's used and free names, paired by generation (newer first).
+
+    A generation that has one but not the other on the server gives no sum; with no pair at
+    all (neither on the server), the first of each, which match nothing.
+    """
+
+    def generation(names: Sequence[str]) -> int:
+        field = dcgm_field(names[0])
+        return fields_of(field.quantity).index(field) if field is not None else -1
+
+    frees = {generation(names): names for names in free}
+    pairs = [(names, frees[generation(names)]) for names in used if generation(names) in frees]
+    return pairs or [(used[0], free[0])]
 
 
 def slice_order(q: Queries, infos: Mapping[SliceId, object], nodes: Sequence[str]) -> list[SliceId]:
@@ -147,6 +180,6 @@ def slice_order(q: Queries, infos: Mapping[SliceId, object], nodes: Sequence[str
     keys = [ident[0] for ident in infos]
     if len(set(keys)) == len(keys):
         return sorted(infos)
-    metrics = [MIG_INFO] if q.migscope else q.activity + q.memory + q.free
+    metrics = [MIG_INFO] if q.migscope else q.activity + q.memory + q.free + q.capacity
     first = q.values(q.seen_at("min", metrics, nodes))
     return sorted(infos, key=lambda k: (k[0], first.get(k, math.inf), k[1]))

@@ -13,9 +13,9 @@ counter with a negative or infinite sample in the window has no increase.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from migscope.analyzer.dialect import SliceId
+from migscope.analyzer.dialect import SliceId, unit_scale
 from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.stats.quality import ACTIVITY_CEILING, Kind
 
@@ -67,8 +67,6 @@ def count_bad_samples(
     nodes: Sequence[str],
     found: Mapping[str, set[SliceId]],
     above: Mapping[SliceId, float],
-    *,
-    scale: float,
 ) -> None:
     """Count, per slice and kind, the step intervals whose last sample broke a rule.
 
@@ -80,18 +78,18 @@ def count_bad_samples(
         q: The run's queries.
         nodes: The chunk.
         found: What :func:`suspects` returned.
-        above: Slices whose memory peak exceeds their total, with the total (bytes).
-        scale: Bytes per unit of the memory series (MiB for dcgm-exporter).
+        above: Slices whose memory peak exceeds their total, with the total (bytes); each
+            memory series is compared in its own unit (:func:`unit_scale`).
     """
     for bad in found.get(ENERGY, ()):
         q.run.quality.add(Kind.ENERGY_UNKNOWN, bad)
     parts: list[str] = []
 
-    def counted(tag: str, metrics: Sequence[str], condition: str) -> None:
+    def counted(tag: str, metrics: Sequence[str], condition: str | Callable[[str], str]) -> None:
         inner = " or ".join(
             f"(last_over_time({q.sel(m, nodes)}[{q.interval}]) {c})"
             for m in metrics
-            for c in condition.split(" | ")
+            for c in (condition(m) if callable(condition) else condition).split(" | ")
         )
         per_interval = f"(max {q.by} ({inner}))"
         parts.append(_tagged(f"count_over_time({per_interval}[{q.value_range}:{q.step}])", tag))
@@ -104,7 +102,11 @@ def count_bad_samples(
     # Memory above each distinct total (a few profile sizes), one part per total.
     totals = sorted(set(above.values()))
     for i, total in enumerate(totals):
-        counted(f"{Kind.MEMORY_ABOVE_TOTAL.value}:{i}", q.memory, f">= 0 < Inf > {total / scale!r}")
+
+        def beyond(metric: str, total: float = total) -> str:
+            return f">= 0 < Inf > {total / unit_scale(metric)!r}"
+
+        counted(f"{Kind.MEMORY_ABOVE_TOTAL.value}:{i}", q.memory, beyond)
     if not parts:
         return
     for sample in q.ask(" or ".join(parts)):

@@ -14,6 +14,7 @@ from typing import TypeAlias
 
 from migscope.analyzer.dialect import (
     DCGM_ACTIVITY,
+    DCGM_FB_CAPACITY,
     DCGM_FB_FREE,
     DCGM_FB_USED,
     DEFAULT_NODE,
@@ -22,6 +23,8 @@ from migscope.analyzer.dialect import (
     POD_LABELS,
     Dialect,
     SliceId,
+    dcgm_field,
+    unit_scale,
 )
 from migscope.analyzer.model import HourlyUse, SliceKey
 from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample
@@ -95,6 +98,8 @@ class Queries:
         self.activity = [MIG_ACTIVITY] if self.migscope else spelled(DCGM_ACTIVITY)
         self.memory = [MIG_MEMORY_USED] if self.migscope else spelled(DCGM_FB_USED)
         self.free = [] if self.migscope else spelled(DCGM_FB_FREE)
+        # No capacity clause at all when the server has no such series (4.8 and older).
+        self.capacity = [] if self.migscope else list(names.get(DCGM_FB_CAPACITY, ()))
         self.presence = [] if self.migscope else list(names.get("presence", ()))
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -104,6 +109,19 @@ class Queries:
         if self.run.node_label is None:
             return selector(metric, **extra)
         return selector(metric, **{self.run.node_label: list(nodes)}, **extra)
+
+    @staticmethod
+    def in_base_units(expr: str, metric: str) -> str:
+        """``expr``, a function of ``metric``'s samples, in bytes or ratio (see :func:`unit_scale`).
+
+        dcgm-exporter's 4.8 framebuffer fields are MiB: their values are multiplied by 2^20 on
+        the server, so that every spelling and generation of a quantity can be joined with
+        ``or`` and aggregated together. A power of two scales exactly, so a quantile of the
+        scaled values is the scaled quantile, bit for bit (the embedded source scales first
+        too).
+        """
+        scale = unit_scale(metric)
+        return expr if scale == 1.0 else f"{expr} * {scale!r}"
 
     def ask(self, expr: str) -> QueryResult[Sample]:
         """Evaluate ``expr`` at the window's end, and account for it."""
@@ -156,15 +174,40 @@ class Queries:
 
         Valid as :mod:`migscope.analyzer.stats.quality` has it: ``>= 0 < Inf`` drops NaN,
         negative and infinite values; ``ceiling`` (activity's 1) clamps what is above it.
+        Values are in bytes or ratio whatever the series' unit (:meth:`in_base_units`).
+        Where two generations of names hold a slice in one interval, the first in ``metrics``
+        is read (:meth:`generations`): each is aggregated to the slice first, because their
+        series differ in more than the name (4.9 writes ``DCGM_FI_SYSTEM_DRIVER_VERSION``
+        where 4.8 wrote ``DCGM_FI_DRIVER_VERSION``), and ``or`` prefers only what has the
+        same labels.
         """
 
         # The filter goes inside each branch: ``or`` keeps the left side's NaN over the right
         # side's number when both have the same labels (activity and memory do).
         def one(m: str) -> str:
-            value = f"{fn}({self.sel(m, nodes)}[{self.interval}]) {VALID}"
+            raw = f"{fn}({self.sel(m, nodes)}[{self.interval}])"
+            value = f"{self.in_base_units(raw, m)} {VALID}"
             return f"clamp_max({value}, {ceiling:g})" if ceiling is not None else f"({value})"
 
-        return f"(max {self.by} ({' or '.join(one(m) for m in metrics)}))"
+        parts = [
+            f"(max {self.by} ({' or '.join(one(m) for m in names)}))"
+            for names in self.generations(metrics)
+        ]
+        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+
+    @staticmethod
+    def generations(metrics: Sequence[str]) -> list[list[str]]:
+        """``metrics`` grouped by the field they spell, in their order (newer first).
+
+        Letter cases of one name are one group (a lower-casing relabel: the same series);
+        dcgm-exporter 4.8's and 4.9's names of one quantity are two. migscope's names are
+        one group each.
+        """
+        groups: dict[str, list[str]] = {}
+        for m in metrics:
+            field = dcgm_field(m)
+            groups.setdefault(field.name if field is not None else m, []).append(m)
+        return list(groups.values())
 
     def observed(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
         """Per slice and step interval: present when any metric has a valid sample."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from migscope.analyzer.dialect import (
     DCGM_ACTIVITY,
+    DCGM_FB_CAPACITY,
     DCGM_FB_FREE,
     DCGM_FB_USED,
     MIG_ACTIVITY,
@@ -20,6 +21,7 @@ from migscope.analyzer.dialect import (
     MIG_MEMORY_TOTAL,
     MIG_MEMORY_USED,
     Dialect,
+    quantity_names,
 )
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
@@ -88,7 +90,12 @@ class RemoteSliceStats(Iterator[SliceStats]):
         if self.dialect is Dialect.MIGSCOPE:
             activity, used, total = MIG_ACTIVITY, MIG_MEMORY_USED, MIG_MEMORY_TOTAL
         else:
-            activity, used, total = DCGM_ACTIVITY, DCGM_FB_USED, f"{DCGM_FB_USED} + {DCGM_FB_FREE}"
+            present = [n for spellings in self.names.values() for n in spellings]
+            activity = quantity_names(DCGM_ACTIVITY, present)
+            used = quantity_names(DCGM_FB_USED, present)
+            total = f"{used} + {quantity_names(DCGM_FB_FREE, present)}"
+            if self.names.get(DCGM_FB_CAPACITY):
+                total += f" (else {DCGM_FB_CAPACITY})"
         return {
             Kind.ACTIVITY_DROPPED: activity,
             Kind.ACTIVITY_CLAMPED: activity,

@@ -11,7 +11,6 @@ import math
 from collections.abc import Iterator, Sequence
 
 from migscope.analyzer.dialect import (
-    MIB,
     MIG_ENERGY,
     MIG_POD_INFO,
     NAMESPACE_LABELS,
@@ -37,23 +36,20 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
     of range (:func:`.quality.suspects`), and one more counts them when it finds some.
     """
     migscope = q.migscope
-    activity, memory = q.activity, q.memory
-    scale = 1.0 if migscope else float(MIB)
+    activity, memory = q.activity, q.memory  # in bytes and ratio (Queries.in_base_units)
     holders = [MIG_POD_INFO] if migscope else activity + memory
     infos = slice_inventory(q, nodes)
     if not infos:
         return
     order = slice_order(q, infos, nodes)
 
-    def quantile(
-        level: float, metrics: Sequence[str], s: float = 1.0, c: float | None = None
-    ) -> Values:
+    def quantile(level: float, metrics: Sequence[str], c: float | None = None) -> Values:
         inner = q.per_interval("last_over_time", metrics, nodes, ceiling=c)
-        return q.values(f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])", scale=s)
+        return q.values(f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])")
 
-    def maximum(metrics: Sequence[str], s: float = 1.0, c: float | None = None) -> Values:
+    def maximum(metrics: Sequence[str], c: float | None = None) -> Values:
         inner = q.per_interval("max_over_time", metrics, nodes, ceiling=c)
-        return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])", scale=s)
+        return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])")
 
     top = ACTIVITY_CEILING
     act_p50, act_p95, act_max = (
@@ -61,7 +57,7 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         quantile(0.95, activity, c=top),
         maximum(activity, c=top),
     )
-    mem_p95, mem_peak = quantile(0.95, memory, scale), maximum(memory, scale)
+    mem_p95, mem_peak = quantile(0.95, memory), maximum(memory)
     samples = q.values(
         f"count_over_time({q.per_interval('last_over_time', activity + memory, nodes)}"
         f"[{q.value_range}:{q.step}])"
@@ -84,7 +80,7 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         if total is not None and mem_peak.get(key, 0.0) > total
     }
     if found or above:
-        count_bad_samples(q, nodes, found, above, scale=scale)
+        count_bad_samples(q, nodes, found, above)
     expected = max(1, q.window_ms // q.step_ms)
     buckets = hourly(q, activity, held, nodes)
     newest = last_seen(q, activity + memory, nodes)
