@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from migscope.core.errors import UserError
+
 __all__ = ["DeviceFilter", "DeviceFilterError", "parse_device_filter", "parse_go_uint32"]
 
 NVIDIA_VENDOR_ID = 0x10DE
@@ -38,7 +40,7 @@ _GO_UINT = re.compile(
 _BASES = {"hex": 16, "bin": 2, "oct": 8, "legacy_oct": 8, "dec": 10}
 
 
-class DeviceFilterError(ValueError):
+class DeviceFilterError(UserError, ValueError):
     """A device-filter string mig-parted cannot read, or one that can match no NVIDIA GPU."""
 
 
