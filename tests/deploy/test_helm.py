@@ -104,6 +104,20 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "serviceMonitor": {"enabled": False},
     },
     "no-attribution": {"exporter": {"podAttribution": {"enabled": False}}},
+    "server-access": {  # Mimir behind a gateway: tenant, headers, basic auth, private CA, mTLS
+        "analyzer": {
+            "prometheusUrl": "https://mimir.example/prometheus",
+            "tenant": "gpu-team|ml-team",
+            "headers": {"THANOS-TENANT": "gpu-team", "X-Trace": "on"},
+            "headersSecret": {"name": "gateway-key", "key": "headers"},
+            "basicAuth": {"username": "123456", "passwordSecret": {"name": "mimir-auth"}},
+            "tls": {
+                "caConfigMap": {"name": "openshift-service-ca.crt", "key": "service-ca.crt"},
+                "clientCertSecret": "migscope-client-tls",
+            },
+        },
+        "apply": {"enabled": True},
+    },
     "everything": {
         "commonLabels": {"team": "gpu-platform"},
         "imagePullSecrets": [{"name": "regcred"}],
@@ -587,10 +601,16 @@ def test_references_between_objects_resolve(name: str) -> None:
     values = _merge(yaml.safe_load((CHART / "values.yaml").read_text()), VALUE_SETS[name])
     objs = render(VALUE_SETS[name])
     rendered = {(o["kind"], o["metadata"]["name"]) for o in objs}
+    analyzer = values["analyzer"]
     user_supplied = {
         ("Secret", values["exporter"]["webConfig"]["tlsSecret"]),
         ("Secret", values["exporter"]["webConfig"]["existingSecret"]),
-        ("Secret", values["analyzer"]["bearerTokenSecret"].get("name", "")),
+        ("Secret", analyzer["bearerTokenSecret"].get("name", "")),
+        ("Secret", analyzer["headersSecret"].get("name", "")),
+        ("Secret", analyzer["basicAuth"]["passwordSecret"].get("name", "")),
+        ("Secret", analyzer["tls"]["caSecret"].get("name", "")),
+        ("Secret", analyzer["tls"]["clientCertSecret"]),
+        ("ConfigMap", analyzer["tls"]["caConfigMap"].get("name", "")),
         ("PersistentVolumeClaim", values["report"]["storage"]["existingClaim"]),
     }
     for obj in of_kind(objs, "DaemonSet") + of_kind(objs, "CronJob"):
@@ -976,6 +996,140 @@ def test_analyzer_settings_reach_both_jobs_and_the_policy_parses() -> None:
         assert all(c["image"].endswith("@sha256:" + "a" * 64) for c in containers(cj))
 
 
+def _analyze_container(objs: list[dict[str, Any]], component: str) -> dict[str, Any]:
+    (analyze,) = [
+        c for c in containers(one(objs, "CronJob", component)) if c["args"][0] == "analyze"
+    ]
+    return analyze
+
+
+def _mounted_source(obj: dict[str, Any], container: dict[str, Any], path: str) -> tuple[str, str]:
+    """``(kind/name of the volume's Secret or ConfigMap, key)`` that a file path comes from."""
+    (mount,) = [m for m in container["volumeMounts"] if path.startswith(m["mountPath"] + "/")]
+    assert mount.get("readOnly") is True, mount
+    (volume,) = [v for v in pod_spec(obj)["volumes"] if v["name"] == mount["name"]]
+    key = path[len(mount["mountPath"]) + 1 :]
+    if "secret" in volume:
+        return f"Secret/{volume['secret']['secretName']}", key
+    return f"ConfigMap/{volume['configMap']['name']}", key
+
+
+def test_server_access_values_reach_both_jobs_as_flags_on_mounted_files() -> None:
+    objs = render(VALUE_SETS["server-access"])
+    for component in ("report", "apply"):
+        cj = one(objs, "CronJob", component)
+        analyze = _analyze_container(objs, component)
+        args = analyze["args"]
+        assert "--prometheus=https://mimir.example/prometheus" in args
+        assert "--tenant=gpu-team|ml-team" in args
+        assert {"--header=THANOS-TENANT: gpu-team", "--header=X-Trace: on"} <= set(args)
+        assert "--basic-auth-user=123456" in args
+        files = {flag: value for flag, _, value in (a.partition("=") for a in args) if value}
+        assert {
+            flag: _mounted_source(cj, analyze, files[flag])
+            for flag in (
+                "--header-file",
+                "--basic-auth-password-file",
+                "--ca-file",
+                "--client-cert",
+                "--client-key",
+            )
+        } == {
+            "--header-file": ("Secret/gateway-key", "headers"),
+            "--basic-auth-password-file": ("Secret/mimir-auth", "password"),
+            "--ca-file": ("ConfigMap/openshift-service-ca.crt", "service-ca.crt"),
+            "--client-cert": ("Secret/migscope-client-tls", "tls.crt"),
+            "--client-key": ("Secret/migscope-client-tls", "tls.key"),
+        }
+        # Credentials are readable by the job's group (fsGroup) only, not by every user.
+        for volume in pod_spec(cj)["volumes"]:
+            if volume["name"] in (
+                "prometheus-headers",
+                "prometheus-basic-auth",
+                "prometheus-client",
+            ):
+                assert volume["secret"]["defaultMode"] == 0o440
+    # Nothing of this without the values: the defaults send no tenant, header or certificate.
+    default_args = _analyze_container(render(), "report")["args"]
+    access_flags = ("--tenant", "--header", "--basic-auth", "--ca-file", "--client-", "--insecure")
+    assert not [a for a in default_args if a.startswith(access_flags)]
+    secret_ca = render({"analyzer": {"tls": {"caSecret": {"name": "prom-ca"}}}})
+    cj = one(secret_ca, "CronJob", "report")
+    analyze = _analyze_container(secret_ca, "report")
+    (ca_arg,) = [a for a in analyze["args"] if a.startswith("--ca-file=")]
+    assert _mounted_source(cj, analyze, ca_arg.partition("=")[2]) == ("Secret/prom-ca", "ca.crt")
+    insecure = render({"analyzer": {"tls": {"insecureSkipVerify": True}}})
+    assert "--insecure-skip-verify" in _analyze_container(insecure, "report")["args"]
+
+
+@pytest.mark.parametrize(
+    ("analyzer", "message"),
+    [
+        ({"basicAuth": {"username": "u"}}, "basicAuth.username needs"),
+        ({"basicAuth": {"passwordSecret": {"name": "s"}}}, "passwordSecret needs"),
+        (
+            {
+                "basicAuth": {"username": "u", "passwordSecret": {"name": "s"}},
+                "bearerTokenSecret": {"name": "t", "key": "token"},
+            },
+            "exclude each other",
+        ),
+        (
+            {"tls": {"caSecret": {"name": "a"}, "caConfigMap": {"name": "b"}}},
+            "caSecret and analyzer.tls.caConfigMap exclude each other",
+        ),
+        (
+            {"tls": {"caSecret": {"name": "a"}, "insecureSkipVerify": True}},
+            "insecureSkipVerify makes the CA pointless",
+        ),
+        ({"tenant": "a", "headers": {"x-scope-orgid": "b"}}, "give the tenant once"),
+        ({"headersSecret": {"key": "headers"}}, "headersSecret.name is required"),
+        ({"tls": {"caConfigMap": {"key": "ca.crt"}}}, "caConfigMap.name is required"),
+    ],
+)
+def test_server_access_mistakes_fail_the_install(analyzer: dict[str, Any], message: str) -> None:
+    with pytest.raises(helm.HelmError, match=re.escape(message)):
+        render_raw({"analyzer": analyzer})
+
+
+def test_rendered_access_flags_send_the_tenant_and_headers(tmp_path: Path) -> None:
+    """The chart's own arguments, with its mount paths pointed at files here, run `analyze`
+    against a real HTTP server that records what arrives (the TLS flags are proved against a
+    real Prometheus in tests/cli/test_analyze_access.py)."""
+    from click.testing import CliRunner
+    from support.prometheus import FaultProxy, Reply
+
+    from migscope.cli.main import cli
+
+    values = copy.deepcopy(VALUE_SETS["server-access"])
+    del values["analyzer"]["tls"]
+    mounted = {
+        "/etc/migscope/prometheus-headers/headers": "X-Api-Key: k3y-from-a-secret\n",
+        "/etc/migscope/prometheus-basic-auth/password": "pa55word\n",
+    }
+    argv = _analyze_container(render(values), "report")["args"]
+    for path, text in mounted.items():
+        local = tmp_path / path.rsplit("/", 1)[1]
+        local.write_text(text)
+        argv = [a.replace(path, str(local)) for a in argv]
+    empty = Reply(200, '{"status": "success", "data": []}')  # a server without MIG series
+    with FaultProxy(default=empty) as proxy:
+        argv = [f"--prometheus={proxy.url}" if a.startswith("--prometheus=") else a for a in argv]
+        result = CliRunner().invoke(cli, [*argv, "--pending-pods=off"])
+        requests = list(proxy.requests)
+    assert result.exit_code == 1
+    assert "no MIG series found" in result.stderr  # it got as far as asking the server
+    assert requests
+    for request in requests:
+        assert request.headers["x-scope-orgid"] == "gpu-team|ml-team"
+        assert request.headers["thanos-tenant"] == "gpu-team"
+        assert request.headers["x-trace"] == "on"
+        assert request.headers["x-api-key"] == "k3y-from-a-secret"
+        assert request.headers["authorization"] == "Basic MTIzNDU2OnBhNTV3b3Jk"  # 123456:pa55word
+    assert "k3y-from-a-secret" not in result.stderr
+    assert "pa55word" not in result.stderr
+
+
 def _run_report_script(
     tmp_path: Path, script: str, args: list[str], runs: int, fail: bool = False
 ) -> Path:
@@ -1169,10 +1323,12 @@ def test_every_migscope_command_and_flag_in_the_templates_exists() -> None:
 def _value_parsers() -> dict[tuple[str, str], Any]:
     from migscope.applier.settings import parse_window_spec
     from migscope.cli.analyze_inputs import parse_window
+    from migscope.cli.server_access import parse_header
 
     durations = ("--node-timeout", "--drain-timeout", "--lease-wait")
     return {
         ("analyze", "--window"): parse_window,
+        ("analyze", "--header"): lambda value: parse_header(value, "--header"),
         ("apply", "--maintenance-window"): parse_window_spec,
         **{("apply", flag): parse_window for flag in durations},
     }

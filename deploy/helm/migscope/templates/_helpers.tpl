@@ -163,8 +163,32 @@ Every flag must exist in `migscope analyze --help` (tests/deploy/test_helm.py ch
 {{- $a := .Values.analyzer -}}
 - analyze
 - {{ printf "--prometheus=%s" (required "analyzer.prometheusUrl is required" $a.prometheusUrl) | quote }}
+{{- include "migscope.analyzer.validateAccess" . }}
 {{- if $a.bearerTokenSecret }}
 - --bearer-token-file=/etc/migscope/prometheus/{{ $a.bearerTokenSecret.key | default "token" }}
+{{- end }}
+{{- with $a.tenant }}
+- {{ printf "--tenant=%s" . | quote }}
+{{- end }}
+{{- range $name, $value := $a.headers }}
+- {{ printf "--header=%s: %s" $name (toString $value) | quote }}
+{{- end }}
+{{- if $a.headersSecret }}
+- --header-file=/etc/migscope/prometheus-headers/{{ $a.headersSecret.key | default "headers" }}
+{{- end }}
+{{- if $a.basicAuth.username }}
+- {{ printf "--basic-auth-user=%s" $a.basicAuth.username | quote }}
+- --basic-auth-password-file=/etc/migscope/prometheus-basic-auth/{{ $a.basicAuth.passwordSecret.key | default "password" }}
+{{- end }}
+{{- with (include "migscope.analyzer.ca" .) }}
+- --ca-file=/etc/migscope/prometheus-ca/{{ (fromJson .).key | default "ca.crt" }}
+{{- end }}
+{{- if $a.tls.clientCertSecret }}
+- --client-cert=/etc/migscope/prometheus-client/tls.crt
+- --client-key=/etc/migscope/prometheus-client/tls.key
+{{- end }}
+{{- if $a.tls.insecureSkipVerify }}
+- --insecure-skip-verify
 {{- end }}
 - --timeout={{ $a.timeout }}
 - {{ printf "--window=%s" $a.window | quote }}
@@ -184,13 +208,78 @@ Every flag must exist in `migscope analyze --help` (tests/deploy/test_helm.py ch
 {{- end }}
 {{- end }}
 
-{{/* Volumes the analyze container reads: bearer token, policy. */}}
+{{/*
+How the analyzer reaches the server, checked together: a mistake here fails the install, not
+the first weekly run. The CLI checks the same again, with the files in hand.
+*/}}
+{{- define "migscope.analyzer.validateAccess" -}}
+{{- $a := .Values.analyzer -}}
+{{- if and $a.basicAuth.username (not $a.basicAuth.passwordSecret) }}
+{{- fail "analyzer.basicAuth.username needs analyzer.basicAuth.passwordSecret ({name: ..., key: password})" }}
+{{- end }}
+{{- if and $a.basicAuth.passwordSecret (not $a.basicAuth.username) }}
+{{- fail "analyzer.basicAuth.passwordSecret needs analyzer.basicAuth.username" }}
+{{- end }}
+{{- if and $a.basicAuth.username $a.bearerTokenSecret }}
+{{- fail "analyzer.basicAuth and analyzer.bearerTokenSecret exclude each other: give one" }}
+{{- end }}
+{{- if and $a.tls.caSecret $a.tls.caConfigMap }}
+{{- fail "analyzer.tls.caSecret and analyzer.tls.caConfigMap exclude each other: give one" }}
+{{- end }}
+{{- if and $a.tls.insecureSkipVerify (or $a.tls.caSecret $a.tls.caConfigMap) }}
+{{- fail "analyzer.tls.insecureSkipVerify makes the CA pointless: drop one of them" }}
+{{- end }}
+{{- if and $a.tenant (has "x-scope-orgid" (keys $a.headers | join "," | lower | splitList ",")) }}
+{{- fail "analyzer.tenant and an X-Scope-OrgID in analyzer.headers: give the tenant once" }}
+{{- end }}
+{{- end }}
+
+{{/* The CA reference as JSON ({name, key, kind}), or nothing without a CA. */}}
+{{- define "migscope.analyzer.ca" -}}
+{{- $tls := .Values.analyzer.tls -}}
+{{- if $tls.caSecret }}
+{{- toJson (dict "name" (required "analyzer.tls.caSecret.name is required" $tls.caSecret.name) "key" ($tls.caSecret.key | default "ca.crt") "kind" "secret") }}
+{{- else if $tls.caConfigMap }}
+{{- toJson (dict "name" (required "analyzer.tls.caConfigMap.name is required" $tls.caConfigMap.name) "key" ($tls.caConfigMap.key | default "ca.crt") "kind" "configMap") }}
+{{- end }}
+{{- end }}
+
+{{/* Volumes the analyze container reads: credentials, headers, CA, client certificate, policy. */}}
 {{- define "migscope.analyzer.volumes" -}}
 {{- $a := .Values.analyzer -}}
 {{- if $a.bearerTokenSecret }}
 - name: prometheus-token
   secret:
     secretName: {{ required "analyzer.bearerTokenSecret.name is required" $a.bearerTokenSecret.name }}
+{{- end }}
+{{- if $a.headersSecret }}
+- name: prometheus-headers
+  secret:
+    secretName: {{ required "analyzer.headersSecret.name is required" $a.headersSecret.name }}
+    defaultMode: 0440
+{{- end }}
+{{- if $a.basicAuth.passwordSecret }}
+- name: prometheus-basic-auth
+  secret:
+    secretName: {{ required "analyzer.basicAuth.passwordSecret.name is required" $a.basicAuth.passwordSecret.name }}
+    defaultMode: 0440
+{{- end }}
+{{- with (include "migscope.analyzer.ca" .) }}
+{{- $ca := fromJson . }}
+- name: prometheus-ca
+{{- if eq $ca.kind "secret" }}
+  secret:
+    secretName: {{ $ca.name }}
+{{- else }}
+  configMap:
+    name: {{ $ca.name }}
+{{- end }}
+{{- end }}
+{{- if $a.tls.clientCertSecret }}
+- name: prometheus-client
+  secret:
+    secretName: {{ $a.tls.clientCertSecret }}
+    defaultMode: 0440
 {{- end }}
 {{- if $a.policy }}
 - name: policy
@@ -206,6 +295,26 @@ Every flag must exist in `migscope analyze --help` (tests/deploy/test_helm.py ch
 {{- if $a.bearerTokenSecret }}
 - name: prometheus-token
   mountPath: /etc/migscope/prometheus
+  readOnly: true
+{{- end }}
+{{- if $a.headersSecret }}
+- name: prometheus-headers
+  mountPath: /etc/migscope/prometheus-headers
+  readOnly: true
+{{- end }}
+{{- if $a.basicAuth.passwordSecret }}
+- name: prometheus-basic-auth
+  mountPath: /etc/migscope/prometheus-basic-auth
+  readOnly: true
+{{- end }}
+{{- if include "migscope.analyzer.ca" . }}
+- name: prometheus-ca
+  mountPath: /etc/migscope/prometheus-ca
+  readOnly: true
+{{- end }}
+{{- if $a.tls.clientCertSecret }}
+- name: prometheus-client
+  mountPath: /etc/migscope/prometheus-client
   readOnly: true
 {{- end }}
 {{- if $a.policy }}
