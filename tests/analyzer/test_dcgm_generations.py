@@ -357,8 +357,18 @@ def test_analyze_gives_the_same_report_for_either_generation(tmp_path: Path) -> 
 # --------------------------------------------------------------------------------------------
 # Real Prometheus and VictoriaMetrics
 
-NEW_NODE, ROLL_NODE = "gpu-49", "gpu-roll"
-SERVER_HISTORY = dcgm_49(NEW_NODE) + rollout(ROLL_NODE, bytes_offset=SKEW)
+NEW_NODE, ROLL_NODE, UPGRADE_NODE = "gpu-49", "gpu-roll", "gpu-upgrade"
+
+
+def upgrade(node: str) -> list[HistorySeries]:
+    """dcgm-exporter 4.8.2 (``Hostname``) until ROLL_TO, 4.9 (``hostname``) from ROLL_FROM."""
+    return dcgm_48(node, GRID < ROLL_TO) + dcgm_49(node, GRID >= ROLL_FROM)
+
+
+# One fleet: a node on 4.9, one rolling 4.8.4 -> 4.9, one upgrading from 4.8.2 (the host label
+# changes too). The server's node label is then Hostname, with hostname for the series that
+# lack it, as the file reader reads a node.
+SERVER_HISTORY = dcgm_49(NEW_NODE) + rollout(ROLL_NODE, bytes_offset=SKEW) + upgrade(UPGRADE_NODE)
 
 
 @dataclass
@@ -391,7 +401,8 @@ def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
 def _remote(engine: Engine, node: str) -> list[SliceStats]:
     run = remote_slice_stats(engine.client, start=START, end=END, step=STEP, nodes=[node])
     assert run.dialect is Dialect.DCGM
-    assert run.node_label == "hostname"
+    assert (run.node_label, run.node_fallbacks) == ("Hostname", ("hostname",))
+    assert run.nodes == (node,)
     return list(run)
 
 
@@ -413,11 +424,22 @@ def test_the_server_reads_a_rollout_as_the_file_does(engine: Engine) -> None:
         assert a.memory_total_bytes == b.memory_total_bytes
 
 
+def test_the_server_reads_a_node_whose_host_label_changed_as_the_file_does(
+    engine: Engine,
+) -> None:
+    # Read by Hostname alone, the 4.9 half would be lost: samples and coverage would halve.
+    got = _remote(engine, UPGRADE_NODE)
+    assert_same(got, stats(upgrade(UPGRADE_NODE), engine.semantics))
+    plain = stats(dcgm_48(UPGRADE_NODE), engine.semantics)
+    assert [s.samples for s in got] == [s.samples for s in plain]
+    assert [s.coverage for s in got] == [s.coverage for s in plain]
+
+
 def test_the_server_gives_each_gpu_the_49_driver_label(engine: Engine) -> None:
     source = PrometheusSource(engine.client)
     source.slices((START, END), STEP)
     facts = {g.node: g for g in source.gpus()}
-    assert set(facts) == {NEW_NODE, ROLL_NODE}
+    assert set(facts) == {NEW_NODE, ROLL_NODE, UPGRADE_NODE}
     for fact in facts.values():
         assert (fact.gpu_uuid, fact.model, str(fact.driver)) == (UUID, "A100-40GB", DRIVER)
 

@@ -136,26 +136,46 @@ def dcgm_names(client: PrometheusClient, *, start: float, end: float) -> dict[st
     return names
 
 
-def slice_selectors(dialect: Dialect, names: Mapping[str, tuple[str, ...]]) -> list[str]:
+def slice_selectors(
+    dialect: Dialect, names: Mapping[str, tuple[str, ...]], **extra: str
+) -> list[str]:
     """Selectors of the series that name slices: where the nodes are read from.
 
     dcgm-exporter: only series with a ``GPU_I_ID``, since whole-GPU series make no slice.
+    ``extra`` adds label matchers (``label=""``: series without the label).
     """
     if dialect is Dialect.DCGM:
-        return [selector(n, GPU_I_ID=NON_EMPTY) for spellings in names.values() for n in spellings]
-    return [selector(MIG_INFO)]
+        return [
+            selector(n, GPU_I_ID=NON_EMPTY, **extra)
+            for spellings in names.values()
+            for n in spellings
+        ]
+    return [selector(MIG_INFO, **extra)]
 
 
 def find_nodes(
-    client: PrometheusClient, matches: list[str], *, start: float, end: float
-) -> tuple[str | None, list[str]]:
-    """The node label and its non-empty values on the slice series, or ``(None, [])``.
+    client: PrometheusClient,
+    dialect: Dialect,
+    names: Mapping[str, tuple[str, ...]],
+    *,
+    start: float,
+    end: float,
+) -> tuple[tuple[str, ...], list[str]]:
+    """The node labels, first one first, and their non-empty values on the slice series.
 
-    The first of :data:`~migscope.analyzer.dialect.NODE_LABELS` that has values wins, as
-    the file reader reads the node.
+    As the file reader reads a series' node (:func:`~migscope.analyzer.dialect.node_of`):
+    the first of :data:`~migscope.analyzer.dialect.NODE_LABELS` that a series has. So the
+    first label with values, then each later one that has values on series without the
+    labels before it: ``("Hostname", "hostname")`` where dcgm-exporter 4.8.2 and 4.8.3+
+    both wrote in the window. ``((), [])`` when no series names a node. One label-values
+    call per label.
     """
+    labels: list[str] = []
+    values: set[str] = set()
     for label in NODE_LABELS:
-        found = [v for v in client.label_values(label, match=matches, start=start, end=end) if v]
+        matches = slice_selectors(dialect, names, **dict.fromkeys(labels, ""))
+        found = {v for v in client.label_values(label, match=matches, start=start, end=end) if v}
         if found:
-            return label, found
-    return None, []
+            labels.append(label)
+            values |= found
+    return tuple(labels), sorted(values)

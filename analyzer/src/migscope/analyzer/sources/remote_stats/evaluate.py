@@ -16,7 +16,6 @@ from migscope.analyzer.sources.remote_stats.discovery import (
     detect_remote_dialect,
     detect_semantics,
     find_nodes,
-    slice_selectors,
 )
 from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
@@ -73,7 +72,8 @@ def remote_slice_stats(
     chosen = detect_remote_dialect(client, start=start, end=end) if dialect is None else dialect
     engine = detect_semantics(client) if semantics is None else semantics
     names = dcgm_names(client, start=start, end=end) if chosen is Dialect.DCGM else {}
-    node_label, found = find_nodes(client, slice_selectors(chosen, names), start=start, end=end)
+    node_labels, found = find_nodes(client, chosen, names, start=start, end=end)
+    node_label = node_labels[0] if node_labels else None
     if nodes is not None:
         wanted = set(nodes)
         found = [n for n in found if n in wanted]
@@ -83,6 +83,7 @@ def remote_slice_stats(
         window_start=start,
         window_end=end,
         node_label=node_label,
+        node_fallbacks=node_labels[1:],
         nodes=tuple(sorted(found)) if node_label is not None else (DEFAULT_NODE,),
         names=names,
         server=client.base_url,

@@ -37,8 +37,8 @@ def remote_gpu_facts(q: Queries, *, chunk_nodes: int = 50) -> list[GpuFacts]:
     for nodes in chunks:
         if q.migscope:
             out += migscope_gpu_facts(
-                _labels(q, f"last_over_time({q.sel(GPU_INFO, nodes)}[{q.window}])"),
-                _labels(q, f"last_over_time({q.sel(GPU_PROFILE_INFO, nodes)}[{q.window}])"),
+                _labels(q, q.over("last_over_time", GPU_INFO, nodes, q.window)),
+                _labels(q, q.over("last_over_time", GPU_PROFILE_INFO, nodes, q.window)),
                 node_of=node,
             )
         else:

@@ -46,15 +46,15 @@ def slice_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
 def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     """migscope: the slices that have ``migscope_mig_info`` in the window, with sizes."""
     models: dict[tuple[str, str], GpuModel | None] = {}
-    for sample in q.ask(f"last_over_time({q.sel(GPU_INFO, nodes)}[{q.window}])"):
+    for sample in q.ask(q.over("last_over_time", GPU_INFO, nodes, q.window)):
         labels = sample.labels
         node = labels.get(q.run.node_label, "") if q.run.node_label else ""
         models[(node or DEFAULT_NODE, gpu_uuid_of(labels))] = catalogue_model(
             labels.get("model"), labels.get("name")
         )
-    totals = q.values(f"max {q.by} (last_over_time({q.sel(MIG_MEMORY_TOTAL, nodes)}[{q.window}]))")
+    totals = q.values(f"max {q.by} ({q.over('last_over_time', MIG_MEMORY_TOTAL, nodes, q.window)})")
     out: Inventory = {}
-    infos = q.ask(f"last_over_time({q.sel(MIG_INFO, nodes)}[{q.window}])")
+    infos = q.ask(q.over("last_over_time", MIG_INFO, nodes, q.window))
     for sample in sorted(infos, key=lambda s: sorted(s.labels.items())):
         ident = q.key(sample.labels)
         if ident is None:
@@ -95,7 +95,7 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
 
     def per_interval(metrics: Sequence[str], valid: str = "") -> str:
         parts = " or ".join(
-            f"({q.in_base_units(f'last_over_time({q.sel(m, nodes)}[{q.interval}])', m)}"
+            f"({q.in_base_units(q.over('last_over_time', m, nodes, q.interval), m)}"
             f"{' ' + valid if valid else ''})"
             for m in metrics
         )

@@ -47,9 +47,10 @@ def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[st
     def check(tag: str, metrics: Sequence[str], high: str) -> None:
         # One aggregation per spelling: ``or`` inside one would drop a spelling's series.
         for m in metrics:
-            raw = f"{q.sel(m, nodes)}[{q.window}]"
-            parts.append(_tagged(f"(min {q.by} (min_over_time({raw})) < 0)", tag))
-            parts.append(_tagged(f"(max {q.by} (max_over_time({raw})) {high})", tag))
+            low = q.over("min_over_time", m, nodes, q.window)
+            top = q.over("max_over_time", m, nodes, q.window)
+            parts.append(_tagged(f"(min {q.by} ({low}) < 0)", tag))
+            parts.append(_tagged(f"(max {q.by} ({top}) {high})", tag))
 
     check(ACTIVITY, q.activity, f"> {ACTIVITY_CEILING:g}")
     check(MEMORY, q.memory, "== Inf")
@@ -87,7 +88,7 @@ def count_bad_samples(
 
     def counted(tag: str, metrics: Sequence[str], condition: str | Callable[[str], str]) -> None:
         inner = " or ".join(
-            f"(last_over_time({q.sel(m, nodes)}[{q.interval}]) {c})"
+            f"({q.over('last_over_time', m, nodes, q.interval)} {c})"
             for m in metrics
             for c in (condition(m) if callable(condition) else condition).split(" | ")
         )

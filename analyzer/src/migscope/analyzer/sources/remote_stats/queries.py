@@ -104,11 +104,30 @@ class Queries:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def sel(self, metric: str, nodes: Sequence[str], **extra: Matcher) -> str:
-        """``metric`` limited to ``nodes`` (every series when there is no node label)."""
+    def over(self, fn: str, metric: str, nodes: Sequence[str], span: str, **extra: Matcher) -> str:
+        """``fn(metric[span])`` over the series of ``nodes``, whichever label names their node.
+
+        Every series when there is no node label. With one, one selector. Where later labels
+        of :data:`~migscope.analyzer.dialect.NODE_LABELS` name the node of series that lack
+        the earlier ones (:attr:`RemoteSliceStats.node_fallbacks`: dcgm-exporter wrote
+        ``Hostname`` up to 4.8.2 and ``hostname`` from 4.8.3, so a fleet in the middle of an
+        upgrade, or a window that spans one, has both), one selector per label, each for
+        the series without the labels before it, its result given the first label with
+        ``label_replace``: every series then names its node by the first label, as the
+        file reader's :func:`~migscope.analyzer.dialect.node_of` reads it.
+        """
         if self.run.node_label is None:
-            return selector(metric, **extra)
-        return selector(metric, **{self.run.node_label: list(nodes)}, **extra)
+            return f"{fn}({selector(metric, **extra)}[{span}])"
+        first, wanted = self.run.node_label, list(nodes)
+        parts = [f"{fn}({selector(metric, **{first: wanted}, **extra)}[{span}])"]
+        absent: dict[str, str] = {first: ""}
+        for label in self.run.node_fallbacks:
+            chosen = selector(metric, **absent, **{label: wanted}, **extra)
+            parts.append(
+                f'label_replace({fn}({chosen}[{span}]), "{first}", "$1", "{label}", "(.*)")'
+            )
+            absent[label] = ""
+        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
 
     @staticmethod
     def in_base_units(expr: str, metric: str) -> str:
@@ -150,7 +169,7 @@ class Queries:
     def last(self, metrics: Sequence[str], nodes: Sequence[str], **extra: Matcher) -> str:
         """Each series' last value in the window, over every spelling of a family."""
         return " or ".join(
-            f"last_over_time({self.sel(m, nodes, **extra)}[{self.window}])" for m in metrics
+            self.over("last_over_time", m, nodes, self.window, **extra) for m in metrics
         )
 
     def values(self, expr: str, *, scale: float = 1.0) -> Values:
@@ -185,7 +204,7 @@ class Queries:
         # The filter goes inside each branch: ``or`` keeps the left side's NaN over the right
         # side's number when both have the same labels (activity and memory do).
         def one(m: str) -> str:
-            raw = f"{fn}({self.sel(m, nodes)}[{self.interval}])"
+            raw = self.over(fn, m, nodes, self.interval)
             value = f"{self.in_base_units(raw, m)} {VALID}"
             return f"clamp_max({value}, {ceiling:g})" if ceiling is not None else f"({value})"
 
@@ -212,13 +231,13 @@ class Queries:
     def observed(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
         """Per slice and step interval: present when any metric has a valid sample."""
         return " or ".join(
-            f"(max_over_time({self.sel(m, nodes)}[{self.interval}]) {VALID})" for m in metrics
+            f"({self.over('max_over_time', m, nodes, self.interval)} {VALID})" for m in metrics
         )
 
     def holding(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
         """Per slice, pod and step interval: present when a series naming a pod has a sample."""
         return " or ".join(
-            f"count_over_time({self.sel(m, nodes, **{label: NON_EMPTY})}[{self.interval}])"
+            self.over("count_over_time", m, nodes, self.interval, **{label: NON_EMPTY})
             for m in metrics
             for label in POD_LABELS
         )

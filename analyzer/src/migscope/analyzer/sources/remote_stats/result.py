@@ -44,6 +44,10 @@ class RemoteSliceStats(Iterator[SliceStats]):
         window_start: Snapped window start (see :func:`snap_window`).
         window_end: Snapped window end.
         node_label: The label the nodes were read from (None when the series have none).
+        node_fallbacks: Later labels of :data:`~migscope.analyzer.dialect.NODE_LABELS` that
+            name the node of series without ``node_label`` (``hostname`` after ``Hostname``
+            while a fleet upgrades dcgm-exporter past 4.8.2); the queries read their series
+            as if ``node_label`` were set (:meth:`Queries.over`).
         nodes: The nodes, in processing order.
         queries: Instant queries sent so far.
         server_eval_seconds: Sum of the server's ``evalTotalTime`` over those queries, or
@@ -67,6 +71,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     window_end: float
     node_label: str | None
     nodes: tuple[str, ...]
+    node_fallbacks: tuple[str, ...] = ()
     names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     server: str = ""
     found: list[str] = field(default_factory=list)

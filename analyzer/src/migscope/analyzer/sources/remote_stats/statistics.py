@@ -69,7 +69,7 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
     held_any = q.values(q.intervals(held, q.by))
     held_by = owners(q, held)
     energy = (
-        q.values(f"sum {q.by} ({q.increase()}({q.sel(MIG_ENERGY, nodes)}[{q.window}]))")
+        q.values(f"sum {q.by} ({q.over(q.increase(), MIG_ENERGY, nodes, q.window)})")
         if migscope
         else {}
     )
