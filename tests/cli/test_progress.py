@@ -309,3 +309,40 @@ def test_a_bad_progress_interval_is_one_line(value: str) -> None:
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1
     assert f"bad --progress-interval {value!r}" in result.stderr
+
+
+def test_a_heartbeat_thread_stops_quietly_when_stderr_is_gone() -> None:
+    clock = Clock()
+    attempts = threading.Event()
+
+    def write(line: str) -> None:
+        attempts.set()
+        raise BrokenPipeError(32, "Broken pipe")
+
+    log = ProgressLog(write, terminal=False, clock=clock.monotonic, wall=clock.wall)
+    clock.now += 5.0 * HEARTBEAT_INTERVALS
+    beat = Heartbeat(log, every_s=0.01)
+    with beat:
+        assert attempts.wait(30)
+        beat._thread.join(30)  # it ended on its own, without a traceback
+        assert not beat._thread.is_alive()
+
+
+def test_the_heartbeat_counts_what_was_asked_of_the_server() -> None:
+    from support.prometheus import FaultProxy, Reply
+
+    from migscope.analyzer.sources.file import FileSource
+    from migscope.analyzer.sources.prometheus import PrometheusClient
+    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.cli.analyze_inputs import server_status
+
+    vector = '{"status": "success", "data": {"resultType": "vector", "result": []}}'
+    with FaultProxy(default=Reply(200, vector)) as proxy:
+        source = PrometheusSource(PrometheusClient(proxy.url, retries=0))
+        status = server_status(source)
+        assert status is not None
+        assert status() == "server: 0 requests, 0.0 MiB received"
+        source.client.query("up")
+        assert status() == "server: 1 request, 0.0 MiB received"
+        source.client.close()
+    assert server_status(FileSource("unused.prom")) is None

@@ -79,9 +79,10 @@ def server_status(source: Source) -> Callable[[], str] | None:
 
     def status() -> str:
         usage = client.usage
+        plural = "" if usage.requests == 1 else "s"
         retries = f" ({usage.retries} retried)" if usage.retries else ""
         return (
-            f"server: {usage.requests} requests{retries}, "
+            f"server: {usage.requests} request{plural}{retries}, "
             f"{usage.bytes_received / 2**20:.1f} MiB received"
         )
 

@@ -178,7 +178,10 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):
-            self._log.tick()
+            try:
+                self._log.tick()
+            except OSError:  # stderr went away (a closed pipe): the analysis goes on silently
+                return
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
