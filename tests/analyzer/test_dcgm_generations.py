@@ -51,6 +51,7 @@ from migscope.analyzer.dialect import (
     iter_slice_series,
     keeps,
 )
+from migscope.analyzer.gpu_facts import DRIVER_LABELS
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.openmetrics import parse_exposition
 from migscope.analyzer.sources.prometheus import PrometheusClient
@@ -58,6 +59,7 @@ from migscope.analyzer.sources.prometheus_source import PrometheusSource
 from migscope.analyzer.sources.remote_stats import remote_slice_stats
 from migscope.analyzer.stats import RangeSemantics, slice_stats
 from migscope.cli.main import cli
+from migscope.core.metrics import DCGM_COMPAT
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the hour grid, well clear of "now"
@@ -245,6 +247,43 @@ def assert_same(got: list[SliceStats], want: list[SliceStats]) -> None:
                 assert _close(u, v), f"{a.key} hourly activity {u} != {v}"
             for u, v in zip(a.hourly.allocated, b.hourly.allocated, strict=True):
                 assert _close(u, v), f"{a.key} hourly allocated {u} != {v}"
+
+
+# --------------------------------------------------------------------------------------------
+# The name table
+
+
+COUNTERS_48 = Path(__file__).parents[1] / "fixtures" / "dcgm" / "dcgm-exporter-default-counters.csv"
+
+
+def _default_counters() -> dict[str, str]:
+    """The active rows of dcgm-exporter's own 4.8 default counters file: name -> HELP."""
+    rows: dict[str, str] = {}
+    for line in COUNTERS_48.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _type, help_ = (part.strip() for part in line.split(",", 2))
+            rows[name] = help_
+    return rows
+
+
+def test_the_48_names_and_units_are_dcgm_exporters_own() -> None:
+    rows = _default_counters()
+    old = [f for f in DCGM_FIELDS if f.writers == "up to 4.8.x"]
+    assert {f.quantity for f in old} == {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", *NEW} - {CAPACITY_49}
+    for f in old:
+        assert f.name in rows, f.name
+        assert ("(in MiB)" in rows[f.name]) == (f.to_base == MIB), (f.name, rows[f.name])
+        assert f.evidence == "verified"
+    assert CAPACITY_49 not in rows  # new in 4.9's defaults
+
+
+def test_the_49_names_agree_with_the_exporters_and_the_driver_label_list() -> None:
+    aliases = {spec.name: spec.aliases for spec in DCGM_COMPAT}
+    assert ACTIVITY_49 in aliases["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]  # same field, same unit
+    assert "DCGM_FI_SYSTEM_DRIVER_VERSION" in aliases["DCGM_FI_DRIVER_VERSION"]
+    assert {"DCGM_FI_DRIVER_VERSION", "DCGM_FI_SYSTEM_DRIVER_VERSION"} <= set(DRIVER_LABELS)
+    for f in DCGM_FIELDS:  # an unverified name says so where it is cited
+        assert (f.evidence == "inferred") == ("inferred" in f.source), f.name
 
 
 # --------------------------------------------------------------------------------------------
