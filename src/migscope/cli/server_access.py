@@ -27,6 +27,7 @@ import click
 
 from migscope.analyzer.sources.prometheus.auth import header_problem
 from migscope.cli.errors import InvalidInput
+from migscope.core.errors import MigscopeError
 
 __all__ = [
     "MAX_SECRET_FILE_BYTES",
@@ -198,8 +199,12 @@ def _merge_headers(
 # -- TLS -------------------------------------------------------------------------------------
 
 
-class _EncryptedKey(Exception):
-    """Raised by the password callback: the key wants a passphrase we do not have."""
+class _EncryptedKey(MigscopeError):
+    """Raised by the password callback: the key wants a passphrase we do not have.
+
+    Never leaves this module (it becomes an :class:`InvalidInput`); a MigscopeError all the
+    same, as every exception class the product defines.
+    """
 
 
 def _no_passphrase() -> str:
