@@ -38,6 +38,23 @@ DEFAULT_STEP_SECONDS = 60.0
 """Resolution the analyzer expects its data at: one sample per slice per minute."""
 
 
+def _unique(*parts: Int64Array) -> Int64Array:
+    """The distinct values of ``parts``, ascending: ``np.unique``/``np.union1d``'s answer.
+
+    Why not those: numpy 2's ``np.unique`` hashes, which costs ~0.8 ms on a week of minute
+    timestamps that are already (reverse) sorted, and it ran several times per slice, most of
+    the statistics' time (bench/simulate_bench.py). A stable sort of integers is a radix
+    sort, linear, and nearly free on sorted input.
+    """
+    merged = np.sort(np.concatenate(parts) if len(parts) != 1 else parts[0], kind="stable")
+    if merged.size < 2:
+        return merged
+    keep = np.empty(merged.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 def _quantiles(series: TimeSeries) -> tuple[float | None, float | None, float | None]:
     """p50, p95 and max of a window's non-NaN values, or three Nones when there are none."""
     if not len(series):
@@ -97,14 +114,14 @@ def slice_stats(
     def buckets(stamps: Int64Array) -> Int64Array:
         # Step interval k is (end - (k+1)·step, end - k·step]; a sample exactly at a
         # prometheus2 window's start lands in the oldest one rather than one more.
-        return np.unique(np.minimum((end_ms - stamps) // step_ms, expected - 1))
+        return _unique(np.minimum((end_ms - stamps) // step_ms, expected - 1))
 
     # The readers cleaned their series already; a source that built its own gets the same.
     activity_all = None if series.activity is None else clean_activity(series.activity).series
     used = None if series.memory_used is None else clean_memory(series.memory_used).series
     activity, memory = in_window(activity_all), in_window(used)
     total = series.memory_total_bytes if usable_total(series.memory_total_bytes) else None
-    observed = np.union1d(activity.timestamps_ms, memory.timestamps_ms)
+    observed = _unique(activity.timestamps_ms, memory.timestamps_ms)
     observed_buckets = buckets(observed)
 
     held_by: dict[tuple[str, str], Int64Array] = {}
@@ -114,12 +131,8 @@ def slice_stats(
         )
         if len(window):
             held_by[owner] = buckets(window.timestamps_ms)
-    held: Int64Array = (
-        np.unique(np.concatenate(list(held_by.values())))
-        if held_by
-        else np.empty(0, dtype=np.int64)
-    )
-    seen = int(np.union1d(observed_buckets, held).size)
+    held: Int64Array = _unique(*held_by.values()) if held_by else np.empty(0, dtype=np.int64)
+    seen = int(_unique(observed_buckets, held).size)
     owners = tuple(
         sorted(
             (Owner(ns, pod, b.size / seen) for (ns, pod), b in held_by.items()),
