@@ -179,10 +179,10 @@ def migscope_gpu_facts(
             profiles[ident][profile.name or ""] = profile
     out: dict[tuple[str, str], GpuFacts] = {}
     for labels in gpu_info:
-        node, uuid = node_of(labels), _first(labels, GPU_UUID_LABELS)
-        if not uuid:
+        gpu = _gpu(labels, node_of)
+        if gpu is None:
             continue
-        driver = parse_driver(_first(labels, DRIVER_LABELS))
+        node, uuid, driver = gpu
         rows = profiles.get((node, uuid))
         table = None
         if rows:
@@ -203,6 +203,16 @@ def migscope_gpu_facts(
     return [out[k] for k in sorted(out)]
 
 
+def _gpu(
+    labels: Mapping[str, str], node_of: NodeOf
+) -> tuple[str, str, DriverVersion | None] | None:
+    """Node, GPU UUID and driver a label set names (None without a UUID)."""
+    uuid = _first(labels, GPU_UUID_LABELS)
+    if not uuid:
+        return None
+    return node_of(labels), uuid, parse_driver(_first(labels, DRIVER_LABELS))
+
+
 def _pci(text: str) -> int | None:
     if not text:
         return None
@@ -219,10 +229,10 @@ def dcgm_gpu_facts(label_sets: Iterable[Mapping[str, str]], *, node_of: NodeOf) 
     """
     out: dict[tuple[str, str], GpuFacts] = {}
     for labels in label_sets:
-        node, uuid = node_of(labels), _first(labels, GPU_UUID_LABELS)
-        if not uuid:
+        gpu = _gpu(labels, node_of)
+        if gpu is None:
             continue
-        driver = parse_driver(_first(labels, DRIVER_LABELS))
+        node, uuid, driver = gpu
         known = out.get((node, uuid))
         if known is not None and (known.driver is not None or driver is None):
             continue
