@@ -102,8 +102,13 @@ class ProfileName:
         return self.drivers.is_any and not self.boards
 
     def where(self) -> str:
-        """Where the name exists, for messages: ``"R535-R545"``, ``"R570 on early boards"``."""
-        return f"{self.drivers} on {self.boards}" if self.boards else str(self.drivers)
+        """Where the name exists, for messages.
+
+        ``"R535-R545"``, ``"R570 on early boards"``, or ``"early boards"`` (every driver).
+        """
+        if not self.boards:
+            return str(self.drivers)
+        return self.boards if self.drivers.is_any else f"{self.drivers} on {self.boards}"
 
 
 @dataclass(frozen=True)
