@@ -1,4 +1,9 @@
-"""The HTML report: self-contained, escaped, every GPU drawn, and clean in a real Chromium."""
+"""The HTML report: self-contained, escaped, every GPU drawn, and clean in a real Chromium.
+
+The demo fleet (two days) is the input here; tests/analyzer/test_html_report_sections.py
+checks the sections' numbers on a 1,000-slice fleet and test_html_report_browser.py drives
+the page's tables in Chromium.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +20,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from support.report_page import Grid, decode_png, parse_page
 
 from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import render_html, validate_report, write_reports
+from migscope.analyzer.report import render_html, report_data, validate_report, write_reports
 from migscope.analyzer.report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
+from migscope.analyzer.report.html.png import LEVELS, UNKNOWN
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.run import run
 from migscope.cli.analyze_inputs import choose_source, parse_window
@@ -53,7 +60,7 @@ def result() -> AnalysisResult:
 
 @pytest.fixture(scope="module")
 def report(result: AnalysisResult) -> dict[str, Any]:
-    data = result.to_json()
+    data = report_data(result)
     assert data["recommendations"], "the demo fleet should need a layout change"
     return data
 
@@ -66,11 +73,49 @@ def _hostile(report: dict[str, Any]) -> dict[str, Any]:
             s["pod"], s["namespace"] = HOSTILE_POD, HOSTILE_NS
             s["owners"] = [{"namespace": HOSTILE_NS, "pod": HOSTILE_POD, "fraction": 1.0}]
         s["reason"] = HOSTILE_POD
+        s["pool"] = HOSTILE_POD
+        s["profile_note"] = HOSTILE_POD  # an unknown field: never drawn
     for row in data["savings"]["by_namespace"]:
         row["namespace"] = HOSTILE_NS
     for rec in data["recommendations"]:
         rec["pods_to_move"] = [f"{HOSTILE_NS}/{HOSTILE_POD}"]
         rec["mig_config"] = HOSTILE_POD
+    for pool in data["pools"]:
+        pool["pool"] = HOSTILE_NS
+        pool["model"] = HOSTILE_POD
+        pool["solve"]["status"] = HOSTILE_POD
+        for replay in pool["replay"].values():
+            for p in replay["profiles"]:
+                p["profile"] = HOSTILE_POD
+                p["hours_short"] = 3
+    data["what_if"] = {
+        "configs": {HOSTILE_NODE: HOSTILE_POD},
+        "served_share": 0.5,
+        "unmet_instance_hours": 1.0,
+        "proposed": {"served_share": 0.9},
+    }
+    point = {
+        "run": HOSTILE_POD,
+        "created": HOSTILE_NS,
+        "window_start": HOSTILE_NS,
+        "window_end": HOSTILE_POD,
+        "window_end_unix": 1.0,
+        "window_hours": 48.0,
+        "slices": 3,
+        "idle_slices": 1,
+        "unallocated_slices": 1,
+        "oversized_slices": 0,
+        "wasted_gpu_hours": 10.0,
+        "gpus_freed": 0,
+        "gpu_hours_freed": 0.0,
+        "by_namespace": {HOSTILE_NS: 5.0},
+    }
+    data["trend"] = [point]
+    data["grafana"] = {
+        "url": f"https://grafana.example/{HOSTILE_NS}",
+        "dashboards": {"fleet": HOSTILE_POD, "node": HOSTILE_NS, "namespaces": "x"},
+    }
+    data["provenance"]["source"] = {"kind": HOSTILE_POD, "url": HOSTILE_NS}
     first = data["slices"][0]["node"]
     for s in data["slices"]:
         if s["node"] == first:
@@ -97,7 +142,8 @@ def test_write_reports_writes_html(result: AnalysisResult, tmp_path: Path) -> No
     assert written["html"] == tmp_path / "report.html"
     page = written["html"].read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count('<svg class="chart') >= 3
+    assert page.count('<svg class="chart layout"') >= 3
+    assert page.count('<img class="heat act"') >= 3
 
 
 def test_cli_output_html() -> None:
@@ -112,22 +158,35 @@ def test_cli_output_html() -> None:
 def test_self_contained(report: dict[str, Any]) -> None:
     page = render_html(validate_report(report))
     assert "Content-Security-Policy" in page
+    assert "img-src data:" in page
     assert "<link" not in page
-    assert " src=" not in page
     assert "@import" not in page
+    sources = re.findall(r' src="([^"]*)"', page)
+    assert sources, "the heatmaps are images"
+    assert all(src.startswith("data:image/png;base64,") for src in sources)
+    assert "<script src" not in page
     urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
-    assert urls <= {"http://www.w3.org/2000/svg"}
+    assert urls <= {"http://www.w3.org/2000/svg"}  # no Grafana URL given: no link
 
 
 def test_hostile_names_are_escaped(report: dict[str, Any]) -> None:
     page = render_html(validate_report(_hostile(report)))
-    assert page.count("<script>") == 1  # only the error hook
+    assert page.count("<script>") == 2  # the error hook and the page's own script
     assert "alert('pod')" not in page
-    assert "<img" not in page
+    assert "<img src=x" not in page  # the report's own images are <img class="heat"
     assert "<b>bold</b>" not in page
     assert "&lt;script&gt;alert(&#x27;pod&#x27;)&lt;/script&gt;" in page
     assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
     assert f'data-node="{html.escape(HOSTILE_NODE, quote=True)}"' in page
+    # Every new part drew its hostile text escaped: pools, replay, what-if, trend, Grafana.
+    pool_title = f"Pool {html.escape(HOSTILE_NS, quote=True)}:"
+    assert pool_title in page or "Pool " + html.escape(HOSTILE_POD, quote=True) in page
+    assert "what-if" in page
+    assert html.escape(HOSTILE_NODE, quote=True) + "=" in page  # the what-if config
+    assert 'id="trend-table"' in page
+    assert f'href="https://grafana.example/{html.escape(HOSTILE_NS, quote=True)}/d/' in page
+    assert "onerror=alert(1)>" not in page
+    assert "profile_note" not in page
 
 
 def test_every_gpu_gets_a_before_after_diagram(report: dict[str, Any]) -> None:
@@ -179,31 +238,100 @@ def test_placements_drawn_at_their_offsets(report: dict[str, Any]) -> None:
         assert int(match[0][5]) == LAYOUT_LEFT_PX + s["placement_start"] * LAYOUT_SLICE_PX + 2
 
 
+def _slice_grids(page: str) -> dict[str, Grid]:
+    return {g.node: g for g in parse_page(page).grids if g.node is not None}
+
+
+def _level(value: float | None) -> int:
+    return UNKNOWN if value is None else round(min(max(value, 0.0), 1.0) * LEVELS)
+
+
 def test_heatmap_of_window_statistics_without_hours(report: dict[str, Any]) -> None:
     data = copy.deepcopy(report)
     for s in data["slices"]:
         s["hourly"] = None  # a window off the hour grid, or an older report
     page = render_html(validate_report(data))
-    current = sum(1 for s in data["slices"] if s["current"])
     assert 'data-kind="window-stats"' in page
-    assert page.count('<rect class="cell"') == 3 * current
     assert "not per-hour activity" in page
+    grids = _slice_grids(page)
+    current = [s for s in data["slices"] if s["current"]]
+    assert set(grids) == {s["node"] for s in current}
+    for node, grid in grids.items():
+        mine = [s for s in current if s["node"] == node]
+        width, height, rows, _ = decode_png(grid.activity)
+        assert (width, height) == (3, len(mine))
+        expected = {
+            (s["gpu"], s["gpu_instance_id"]): [
+                _level(s["evidence"].get(f"activity_{k}")) for k in ("p50", "p95", "max")
+            ]
+            for s in mine
+        }
+        drawn = {_gpu_gi(label): row for label, row in zip(grid.labels, rows, strict=True)}
+        assert drawn == expected
 
 
-def test_heatmap_of_hourly_activity(report: dict[str, Any]) -> None:
+def _gpu_gi(label: str) -> tuple[int, int]:
+    found = re.match(r"GPU (\d+) · GI (\d+) · ", label)
+    assert found is not None, label
+    return int(found[1]), int(found[2])
+
+
+def test_heatmap_of_hourly_activity_per_slice_and_memory(report: dict[str, Any]) -> None:
     page = render_html(validate_report(report))
-    current = sum(1 for s in report["slices"] if s["current"])
     assert all(len(s["hourly"]["activity"]) == 48 for s in report["slices"])  # a 2-day window
     assert 'data-kind="hourly"' in page
-    assert page.count('<rect class="cell"') == 48 * current
+    grids = _slice_grids(page)
+    current = [s for s in report["slices"] if s["current"]]
+    assert sum(len(g.labels) for g in grids.values()) == len(current)
+    for node, grid in grids.items():
+        mine = {(s["gpu"], s["gpu_instance_id"]): s for s in current if s["node"] == node}
+        width, height, rows, _ = decode_png(grid.activity)
+        _, _, memory, _ = decode_png(grid.memory)
+        assert (width, height) == (48, len(mine))
+        for label, row, mem in zip(grid.labels, rows, memory, strict=True):
+            s = mine[_gpu_gi(label)]
+            assert row == [_level(v) for v in s["hourly"]["activity"]], label
+            ev = s["evidence"]
+            share = ev["memory_p95_bytes"] / ev["memory_total_bytes"]
+            assert mem == [_level(share)], label
 
 
-def test_waste_bars_per_namespace(report: dict[str, Any]) -> None:
+def test_pool_heatmap_rows_are_nodes_weighted_by_compute(report: dict[str, Any]) -> None:
     page = render_html(validate_report(report))
+    grids = [g for g in parse_page(page).grids if g.node is None]
+    current = [s for s in report["slices"] if s["current"]]
+    assert sorted(n for g in grids for n in g.labels) == sorted({s["node"] for s in current})
+    for grid in grids:
+        _, _, rows, _ = decode_png(grid.activity)
+        for node, row in zip(grid.labels, rows, strict=True):
+            mine = [s for s in current if s["node"] == node]
+            weight = [find_model(s["model"]).profile(s["profile"]).compute_slices for s in mine]
+            for hour, level in enumerate(row):
+                known = [
+                    (w, s["hourly"]["activity"][hour])
+                    for w, s in zip(weight, mine, strict=True)
+                    if s["hourly"]["activity"][hour] is not None
+                ]
+                mean = sum(w * v for w, v in known) / sum(w for w, _ in known) if known else None
+                assert level == _level(mean), (node, hour)
+
+
+def test_time_axis_shows_the_window_dates(report: dict[str, Any]) -> None:
+    page = render_html(validate_report(report))
+    # The demo's two days: Monday 5 and Tuesday 6 January 2026 (UTC).
+    assert ">Mon 05 Jan</text>" in page
+    assert ">Tue 06 Jan</text>" in page
+    assert "Mon 05 Jan 2026 00:00 UTC → Wed 07 Jan 2026 00:00 UTC" in page
+
+
+def test_waste_table_per_namespace(report: dict[str, Any]) -> None:
+    page = render_html(validate_report(report))
+    table = parse_page(page).tables["waste-by-namespace"]
     rows = report["savings"]["by_namespace"]
     assert rows
-    assert page.count('<rect class="bar idle"') == len(rows)
-    assert page.count('<rect class="bar oversized"') == len(rows)
+    assert [r[0].removesuffix(" Grafana") for r in table.rows] == [r["namespace"] for r in rows]
+    assert table.column("wasted GPU-h") == [f"{r['wasted_gpu_hours']:,.1f}" for r in rows]
+    assert page.count('<span class="bar"') == 2 * len(rows)
 
 
 # --- a real browser ---------------------------------------------------------------------------
@@ -268,15 +396,15 @@ def test_renders_in_chromium(report: dict[str, Any], tmp_path: Path) -> None:
     assert _console_errors(run.stderr) == []
     assert _js_errors(dom) == ""
     gpus = _gpus(data)
-    assert dom.count("<svg ") == 2 + len(gpus)  # heatmap, waste bars, one per GPU
     assert dom.count('<svg class="chart layout"') == len(gpus)
+    assert dom.count('<img class="heat act"') == dom.count('<div class="hm"')
     current = sum(1 for s in data["slices"] if s["current"] and s["placement_start"] is not None)
     assert dom.count('<rect class="instance now"') == current
     planned = sum(len(g["placements"]) for r in data["recommendations"] for g in r["gpus"])
     assert dom.count('<rect class="instance proposed"') >= planned
     # The hostile names were parsed as text: no element came from them.
-    assert dom.count("<script>") == 1
-    assert "<img" not in dom
+    assert dom.count("<script>") == 2
+    assert "<img src=" not in dom
 
     shot = tmp_path / "shot.png"
     run = _chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,2000")

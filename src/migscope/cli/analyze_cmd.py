@@ -21,7 +21,9 @@ from typing import cast
 import click
 
 from migscope.analyzer.options import DEFAULT_TIME_LIMIT_SECONDS, AnalyzeOptions, Objective
-from migscope.analyzer.report import Format, render, write_reports
+from migscope.analyzer.report import Format, ReportExtras, render, write_reports
+from migscope.analyzer.report.grafana import normalise_base_url
+from migscope.analyzer.report.trend import read_trend
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.run import run
 from migscope.analyzer.sources.prometheus import DEFAULT_TIMEOUT_SECONDS
@@ -96,6 +98,17 @@ DEFAULTS = AnalyzeOptions()
     help_text="Report printed on stdout (default: md, or none with --out).",
 )
 @click.option("--out", "out_dir", metavar="DIR", help="Write every report and the configs here.")
+@click.option(
+    "--previous-reports",
+    metavar="DIR",
+    help="Earlier runs' directories (DIR/*/report.json, as the report CronJob and `migscope "
+    "schedule` keep them): the report shows the waste trend across them.",
+)
+@click.option(
+    "--grafana-url",
+    metavar="URL",
+    help="Grafana's address: the HTML report links to migscope's dashboards there.",
+)
 @click.option("--price-per-gpu-hour", type=float, default=None, help="Adds costs to savings.")
 @click.option(
     "--headroom",
@@ -182,6 +195,8 @@ def analyze_command(
     quiet: bool,
     progress_interval: float,
     end: str | None = None,
+    previous_reports: str | None = None,
+    grafana_url: str | None = None,
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -197,6 +212,7 @@ def analyze_command(
     what_if_file = load_what_if_config(what_if_config)
     if what_if_file is not None and not what_if_map:
         raise InvalidInput("--what-if-config needs --what-if CONFIG to say which layout to replay")
+    extras = _report_extras(previous_reports, grafana_url, out_dir)
     say = _progress_log(quiet=quiet, interval_s=progress_interval)
     with Heartbeat(say) if say is not None and not say.terminal else contextlib.nullcontext():
         origin = choose_source(
@@ -231,7 +247,7 @@ def analyze_command(
         if say is not None and out_dir is not None:
             say(f"writing the reports to {out_dir}")
         fmt = chosen_format(format_, output, None if out_dir is not None else "md")
-        write_outputs(result, out_dir=out_dir, fmt=cast("Format | None", fmt))
+        write_outputs(result, out_dir=out_dir, fmt=cast("Format | None", fmt), extras=extras)
     if apply:
         _apply(result, kubeconfig=kubeconfig, drain=drain)
 
@@ -247,11 +263,29 @@ def _progress_log(*, quiet: bool, interval_s: float) -> ProgressLog | None:
     )
 
 
-def write_outputs(result: AnalysisResult, *, out_dir: str | None, fmt: Format | None) -> None:
+def _report_extras(
+    previous_reports: str | None, grafana_url: str | None, out_dir: str | None
+) -> ReportExtras:
+    """The trend and the Grafana address, checked before the analysis runs (fail fast)."""
+    if grafana_url is not None:
+        grafana_url = normalise_base_url(grafana_url)
+    trend = None
+    if previous_reports is not None:
+        trend = read_trend(previous_reports, exclude=[out_dir] if out_dir is not None else [])
+    return ReportExtras(trend=trend, grafana_url=grafana_url)
+
+
+def write_outputs(
+    result: AnalysisResult,
+    *,
+    out_dir: str | None,
+    fmt: Format | None,
+    extras: ReportExtras | None = None,
+) -> None:
     """Write the reports into ``out_dir`` (with a summary) and print ``fmt`` on stdout."""
     if out_dir is not None:
         try:
-            written = write_reports(result, out_dir)
+            written = write_reports(result, out_dir, extras=extras)
         except OSError as exc:
             raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
         if fmt is None:
@@ -260,7 +294,7 @@ def write_outputs(result: AnalysisResult, *, out_dir: str | None, fmt: Format | 
             for path in written.values():
                 click.echo(f"  {path}")
     if fmt is not None:
-        click.echo(render(result, fmt), nl=False)
+        click.echo(render(result, fmt, extras=extras), nl=False)
 
 
 def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:

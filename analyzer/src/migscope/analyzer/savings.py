@@ -14,7 +14,7 @@ from migscope.analyzer.classify import Status
 from migscope.analyzer.result import PoolResult, SliceResult
 from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
 
-__all__ = ["catalogue_model", "savings"]
+__all__ = ["catalogue_model", "savings", "slice_wasted_gpu_hours"]
 
 
 def catalogue_model(key: str | None) -> GpuModel | None:
@@ -52,6 +52,21 @@ def _excess_share(result: SliceResult) -> float:
     return max(0, now - then) / model.compute_slices
 
 
+def slice_wasted_gpu_hours(result: SliceResult, hours: float) -> float:
+    """GPU-hours the window wasted on one current slice: its part of :func:`savings`' total.
+
+    Idle and unallocated slices waste their whole GPU share, a held oversized slice the share
+    its suggested profile would give back, every other slice nothing; each over the hours it
+    was observed. The report's per-slice column and the headline total come from here.
+    """
+    observed = hours * min(1.0, result.stats.coverage)
+    if result.status in (Status.IDLE, Status.UNALLOCATED):
+        return _slice_gpu_share(result) * observed
+    if result.status is Status.OVERSIZED and result.held:
+        return _excess_share(result) * observed
+    return 0.0
+
+
 def savings(
     slices: Sequence[SliceResult],
     pools: Sequence[PoolResult],
@@ -71,21 +86,18 @@ def savings(
     )
     idle_hours = unalloc_hours = oversized_hours = 0.0
     for s in current:
-        observed = hours * min(1.0, s.stats.coverage)
         owner = s.stats.main_owner
         namespace = owner.namespace if owner is not None else "(unallocated)"
+        gh = slice_wasted_gpu_hours(s, hours)
         if s.status is Status.IDLE:
-            gh = _slice_gpu_share(s) * observed
             idle_hours += gh
             by_ns[namespace]["idle_gpu_hours"] += gh
             by_ns[namespace]["slices"] += 1
         elif s.status is Status.UNALLOCATED:
-            gh = _slice_gpu_share(s) * observed
             unalloc_hours += gh
             by_ns["(unallocated)"]["idle_gpu_hours"] += gh
             by_ns["(unallocated)"]["slices"] += 1
         elif s.status is Status.OVERSIZED and s.held:
-            gh = _excess_share(s) * observed
             oversized_hours += gh
             by_ns[namespace]["oversized_gpu_hours"] += gh
             by_ns[namespace]["slices"] += 1

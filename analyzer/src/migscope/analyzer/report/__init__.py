@@ -3,6 +3,8 @@
 :func:`write_reports` writes everything a run produces into one directory: the report in
 each format, the mig-parted config (``mig-parted-config.yaml``, what MIG Manager reads) and
 the node → config plan (``node-plan.json``, what the applier and a human follow).
+Every format renders from one data dict (:func:`~.data.report_data`: the analysis plus what
+the report writer adds, :class:`~.data.ReportExtras`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
+from migscope.analyzer.report.data import ReportExtras, report_data
 from migscope.analyzer.report.html import render_html
 from migscope.analyzer.report.json_report import (
     ReportV1,
@@ -31,6 +34,7 @@ __all__ = [
     "CSV_COLUMNS",
     "FILE_NAMES",
     "Format",
+    "ReportExtras",
     "ReportV1",
     "json_schema",
     "render",
@@ -38,6 +42,7 @@ __all__ = [
     "render_html",
     "render_json",
     "render_markdown",
+    "report_data",
     "validate_report",
     "write_reports",
 ]
@@ -61,19 +66,22 @@ def render(
     *,
     data: dict[str, Any] | None = None,
     report: ReportV1 | None = None,
+    extras: ReportExtras | None = None,
 ) -> str:
     """The report in one format.
 
-    JSON, Markdown and HTML come from the report contract: ``data`` (``result.to_json()``)
-    and ``report`` (it, validated) when the caller has them already, else built here.
+    JSON, Markdown and HTML come from the report contract: ``data``
+    (:func:`report_data` of ``result`` and ``extras``) and ``report`` (it, validated) when
+    the caller has them already, else built here.
 
     Raises:
         pydantic.ValidationError: the analysis breaks the report contract (a bug).
+        GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
     if fmt == "csv":
         return render_csv(result)
     if data is None:
-        data = result.to_json()
+        data = report_data(result, extras)
     if report is None:
         report = validate_report(data)  # a contract break fails here, in the analyzer
     if fmt == "json":
@@ -86,6 +94,7 @@ def write_reports(
     out: str | os.PathLike[str],
     *,
     formats: Iterable[Format] = ("json", "md", "csv", "html"),
+    extras: ReportExtras | None = None,
 ) -> dict[str, Path]:
     """Write the reports, the mig-parted config and the node plan into ``out``.
 
@@ -97,11 +106,12 @@ def write_reports(
 
     Raises:
         OSError: the directory cannot be created or written.
+        GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
+    data = report_data(result, extras)  # once for every format: it recomputes the plan
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    data = result.to_json()  # once for every format: it recomputes the recommendations
     report = validate_report(data)
     for fmt in formats:
         path = folder / FILE_NAMES[fmt]

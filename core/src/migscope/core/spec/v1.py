@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "EvidenceV1",
     "GpuLayoutV1",
+    "GrafanaV1",
     "HourlyV1",
     "MigStateV1",
     "NamespaceWasteV1",
@@ -37,6 +38,7 @@ __all__ = [
     "SavingsV1",
     "SliceOnGpuV1",
     "SliceV1",
+    "TrendPointV1",
     "WindowV1",
     "json_schema",
     "validate_node_plan",
@@ -84,7 +86,10 @@ class SliceV1(BaseModel):
     """One slice: identity, verdict, evidence and owner.
 
     ``owners`` (every pod that held it, longest first) and ``hourly`` (per-hour use, when
-    the window is whole hours on the hour grid) are optional: older reports lack them.
+    the window is whole hours on the hour grid) are optional: older reports lack them, as
+    they lack ``pool`` (the node pool that planned it, null when none did) and
+    ``wasted_gpu_hours`` (its share of ``savings.wasted_gpu_hours``), which the report
+    writer adds.
     """
 
     model_config = _OPEN
@@ -108,6 +113,8 @@ class SliceV1(BaseModel):
     pin: str | None
     owners: list[OwnerV1] | None = None
     hourly: HourlyV1 | None = None
+    pool: str | None = None
+    wasted_gpu_hours: float | None = None
 
 
 class GpuLayoutV1(BaseModel):
@@ -230,8 +237,46 @@ class ProvenanceV1(BaseModel):
     created_unix: float
 
 
+class TrendPointV1(BaseModel):
+    """One earlier run's headline numbers, read from its ``report.json`` for the waste trend."""
+
+    model_config = ConfigDict(extra="allow", strict=False)
+    run: str
+    created: str | None
+    window_start: str
+    window_end: str
+    window_end_unix: float
+    window_hours: float
+    slices: int | None
+    idle_slices: int
+    unallocated_slices: int
+    oversized_slices: int
+    wasted_gpu_hours: float
+    idle_gpu_hours: float | None = None
+    unallocated_gpu_hours: float | None = None
+    oversized_gpu_hours: float | None = None
+    gpus_freed: int
+    gpu_hours_freed: float
+    price_per_gpu_hour: float | None = None
+    wasted_cost: float | None = None
+    simulated: bool | None = None
+    by_namespace: dict[str, float] = {}
+
+
+class GrafanaV1(BaseModel):
+    """Where the report links to migscope's Grafana dashboards: the base URL and their uids."""
+
+    model_config = _OPEN
+    url: str
+    dashboards: dict[str, str]
+
+
 class ReportV1(BaseModel):
-    """The whole report, ``schema_version`` 1 (``what_if`` only when a what-if was asked)."""
+    """The whole report, ``schema_version`` 1 (``what_if`` only when a what-if was asked).
+
+    ``trend`` (earlier runs, oldest first) and ``grafana`` are added by the report writer
+    when it was given earlier reports or a Grafana URL; older reports lack them.
+    """
 
     model_config = _OPEN
     schema_version: Literal[1]
@@ -247,6 +292,8 @@ class ReportV1(BaseModel):
     provenance: ProvenanceV1 | None
     notes: list[str]
     what_if: dict[str, Any] | None = None
+    trend: list[TrendPointV1] | None = None
+    grafana: GrafanaV1 | None = None
 
 
 class NodePlanEntryV1(BaseModel):

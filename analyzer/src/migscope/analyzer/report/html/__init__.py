@@ -1,37 +1,59 @@
-"""The HTML report: one self-contained file with charts, for a browser or an e-mail attachment.
+"""The HTML report: one self-contained page that a platform team reads and acts on.
 
 Everything is drawn from the validated report contract (:class:`~migscope.core.spec.v1.ReportV1`,
-docs/report-schema.md) as inline SVG generated here: no JavaScript charting library, no
-external CSS, fonts or images, and a Content-Security-Policy that forbids the page from
-loading anything. This module assembles the page; each part has its own module:
+docs/report-schema.md): no external CSS, fonts, images or scripts, and a
+Content-Security-Policy that forbids the page from loading anything (links to Grafana are
+navigation, which the reader chooses). It scales: a 5,000-slice fleet is a few MB that a
+browser opens in seconds, because slices are aggregated per node, drill-downs are collapsed
+and heatmaps are images. This module assembles the page; each part has its own module:
 
-* :mod:`.summary`: the headline cards, and the warning when the report is a snapshot.
-* :mod:`.heatmap`: **slice activity**, one row per current slice, per hour of the window
-  when every slice has hourly activity, else its p50, p95 and max (the caption says which).
-* :mod:`.tables`: **idle and unallocated slices** with every owner that held them.
-* :mod:`.bars`: **waste per namespace**, stacked bars of idle and oversized GPU-hours.
-* :mod:`.layouts_svg`: **layouts per GPU**, the memory slices as a row of boxes and each GPU
-  instance as a span at its placement, now (coloured by status) and as proposed.
+* :mod:`.summary`: the headline cards (waste, cost, GPUs freeable, change since the last
+  run), the teams that waste most, the next step (the command to apply the plan), and the
+  warning when the report is a snapshot.
+* :mod:`.trend_svg`: **waste across runs**, from the earlier reports the job kept.
+* :mod:`.waste`: **waste per namespace**, sortable, with cost and the change since last run.
+* :mod:`.tables`: **idle and unallocated**, **mis-sized** and **every slice**: sortable and
+  groupable by node pool, node, namespace, status or profile, most waste first.
+* :mod:`.pools`: **pools** (what each wastes and what its plan does) and the **replay** of
+  the window's demand against the current, proposed and what-if layouts.
+* :mod:`.heatmap`: **activity and memory**, per pool one row per node, per node (collapsed)
+  one row per slice; hours of the window with dates (:mod:`.timeaxis`), as PNGs (:mod:`.png`).
+* :mod:`.layouts_svg`: **layouts per GPU**, now and as proposed, per node.
+* :mod:`.scripts`: the inline style and the small script (sort, group, find, tooltips).
 * :mod:`.format`: escaping and number formats shared by all of them.
 
 Every string taken from the report is escaped (pod and namespace names are user input).
-A one-line script records any script error into a hidden element (``#js-errors``) so that
-automated checks can prove the page renders cleanly.
 """
 
 from __future__ import annotations
 
-from migscope.analyzer.report.html.bars import waste_bars
-from migscope.analyzer.report.html.format import STATUS_COLOURS, escape, hours
-from migscope.analyzer.report.html.heatmap import heatmap
+from collections.abc import Mapping
+from typing import Any
+
+from migscope.analyzer.report.grafana import dashboard_url
+from migscope.analyzer.report.html.format import (
+    STATUS_COLOURS,
+    escape,
+    hours,
+    utc_time,
+)
+from migscope.analyzer.report.html.heatmap import activity_section
 from migscope.analyzer.report.html.layouts_svg import (
     LAYOUT_LEFT_PX,
     LAYOUT_ROW_PX,
     LAYOUT_SLICE_PX,
     layouts_section,
 )
-from migscope.analyzer.report.html.summary import summary_section
-from migscope.analyzer.report.html.tables import idle_table
+from migscope.analyzer.report.html.pools import pools_table, replay_section
+from migscope.analyzer.report.html.scripts import CSS, ERROR_HOOK, SCRIPT
+from migscope.analyzer.report.html.summary import made_at, summary_section
+from migscope.analyzer.report.html.tables import (
+    all_slices_table,
+    idle_table,
+    mis_sized_table,
+)
+from migscope.analyzer.report.html.trend_svg import trend_section
+from migscope.analyzer.report.html.waste import waste_table
 from migscope.core.spec.v1 import ReportV1, SliceV1
 
 __all__ = [
@@ -43,28 +65,22 @@ __all__ = [
 ]
 
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-_ERROR_HOOK = (
-    "window.addEventListener('error',function(e){var n=document.getElementById('js-errors');"
-    "if(n){n.textContent+=String(e.message)+'\\n';}});"
+_SECTIONS = (
+    ("summary-section", "Summary"),
+    ("trend", "Trend"),
+    ("waste", "Waste per namespace"),
+    ("idle", "Idle and unallocated"),
+    ("mis-sized-section", "Mis-sized"),
+    ("pools", "Pools"),
+    ("replay-section", "Replay"),
+    ("activity", "Activity"),
+    ("layouts", "Layouts"),
+    ("slices", "Every slice"),
 )
-_CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:24px;color:#222;
-max-width:1200px}
-h1{margin-bottom:4px}h2{border-bottom:1px solid #ddd;padding-bottom:4px;margin-top:32px}
-.muted{color:#666}.cards{display:flex;flex-wrap:wrap;gap:12px;margin:16px 0}
-.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:140px}
-.card b{display:block;font-size:1.5em}
-table{border-collapse:collapse;font-size:0.9em;margin:8px 0}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#f5f5f5}.badge{display:inline-block;padding:1px 6px;border-radius:4px;color:#fff}
-.gpu{display:inline-block;margin:6px 18px 6px 0}svg text{font-family:inherit}
-.legend span{display:inline-block;margin-right:14px}
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
-"""
 
 
 def _sort_key(s: SliceV1) -> tuple[str, int, int, int]:
-    """Node, GPU, placement (unknown last) and GI id: the order of the heatmap's rows."""
+    """Node, GPU, placement (unknown last) and GI id: the order of a node's slices."""
     start = s.placement_start if s.placement_start is not None else 99
     return (s.node, s.gpu, start, s.gpu_instance_id)
 
@@ -74,45 +90,132 @@ def _current_slices(report: ReportV1) -> list[SliceV1]:
     return sorted((s for s in report.slices if s.current), key=_sort_key)
 
 
+def _link(url: str | None, text: str, title: str) -> str:
+    if url is None:
+        return ""
+    return (
+        f' <a class="gf" href="{escape(url)}" target="_blank" rel="noopener noreferrer" '
+        f'title="{escape(title)}">{escape(text)}</a>'
+    )
+
+
+class _Grafana:
+    """Links to the dashboards over the report's window (nothing without ``grafana``)."""
+
+    def __init__(self, report: ReportV1) -> None:
+        self.base = report.grafana.url if report.grafana is not None else None
+        self.uids: Mapping[str, str] = report.grafana.dashboards if report.grafana else {}
+        self.start = report.window.start_unix
+        self.end = report.window.end_unix
+
+    def url(self, dashboard: str, **variables: str) -> str | None:
+        uid = self.uids.get(dashboard)
+        if self.base is None or uid is None:
+            return None
+        return dashboard_url(
+            self.base, uid, start_unix=self.start, end_unix=self.end, variables=variables
+        )
+
+    def header(self) -> str:
+        if self.base is None:
+            return ""
+        links = [
+            _link(self.url(name), title, f"Grafana: {title} over the report's window")
+            for name, title in (
+                ("fleet", "fleet"),
+                ("node", "nodes and slices"),
+                ("namespaces", "namespaces"),
+            )
+        ]
+        return f'<p id="grafana">Grafana dashboards over this window:{"".join(links)}</p>'
+
+    def nodes(self, names: set[str]) -> dict[str, str]:
+        return {n: _link(self.url("node", node=n), "Grafana", f"{n} in Grafana") for n in names}
+
+    def namespaces(self, names: list[str]) -> dict[str, str]:
+        return {
+            n: _link(self.url("namespaces", namespace=n), "Grafana", f"{n} in Grafana")
+            for n in names
+        }
+
+
+def _source(report: ReportV1) -> str:
+    provenance = report.provenance
+    if provenance is None:
+        return ""
+    source: Mapping[str, Any] = provenance.source
+    kind = source.get("kind", "?")
+    where = source.get("url") or source.get("path") or ", ".join(source.get("scenarios") or [])
+    return f" Source: {escape(kind)} {escape(where)}."
+
+
 def render_html(report: ReportV1, *, title: str = "migscope report") -> str:
     """The whole report as one self-contained HTML page.
 
     Args:
-        report: The validated report (``validate_report(result.to_json())``, or a parsed
+        report: The validated report (``validate_report(report_data(result))``, or a parsed
             report.json through :func:`~migscope.core.spec.v1.validate_report`).
         title: Page title and heading.
 
     Returns:
-        The HTML document: inline CSS and SVG only; it loads nothing from anywhere.
+        The HTML document: inline CSS, SVG, PNG and one small script; it loads nothing.
     """
     window = report.window
     slices = _current_slices(report)
+    grafana = _Grafana(report)
+    nav = " ".join(f'<a href="#{k}">{escape(v)}</a>' for k, v in _SECTIONS)
+    price = report.savings.price_per_gpu_hour
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title>",
-        f"<script>{_ERROR_HOOK}</script>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<script>{ERROR_HOOK}</script>",
+        f"<style>{CSS}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
-        f'<p class="muted">Window: {escape(window.start)} → {escape(window.end)} '
-        f"({hours(window.hours)} h, {escape(window.step_seconds)} s step). "
+        f'<p class="muted" id="window">Window: {escape(utc_time(window.start_unix))} → '
+        f"{escape(utc_time(window.end_unix))} ({hours(window.hours)} h, "
+        f"{escape(window.step_seconds)} s step; {escape(window.start)} → "
+        f"{escape(window.end)}).{_source(report)}{made_at(report)} "
         f"Schema version {escape(report.schema_version)}.</p>",
+        grafana.header(),
+        f"<nav>{nav}</nav>",
         '<div id="js-errors" hidden></div>',
-        "<h2>Summary</h2>",
+        '<h2 id="summary-section">Summary</h2>',
         summary_section(report),
-        '<h2 id="activity">Slice activity</h2>',
-        heatmap(slices),
-        "<h2>Idle and unallocated slices</h2>",
-        idle_table(slices),
+        '<h2 id="trend">Waste across runs</h2>',
+        trend_section(report),
         '<h2 id="waste">Waste per namespace</h2>',
-        waste_bars(report.savings.by_namespace),
+        waste_table(
+            report,
+            namespace_link=grafana.namespaces([r.namespace for r in report.savings.by_namespace]),
+        ),
+        '<h2 id="idle">Idle and unallocated slices</h2>',
+        '<p class="muted">Capacity to give back: the pods that hold idle slices, and the '
+        "slices no pod holds. Click a column to sort, group by pool, namespace or status.</p>",
+        idle_table(slices, price=price),
+        '<h2 id="mis-sized-section">Mis-sized slices</h2>',
+        '<p class="muted">Oversized slices would fit a smaller profile (the plan counts them '
+        "at it and the pod must move); saturated ones need a larger one.</p>",
+        mis_sized_table(slices),
+        '<h2 id="pools">Node pools</h2>',
+        pools_table(report, slices),
+        '<h2 id="replay-section">Replay of the window\'s demand</h2>',
+        replay_section(report),
+        '<h2 id="activity">Activity and memory</h2>',
+        activity_section(report, slices, node_link=grafana.nodes({s.node for s in slices})),
         '<h2 id="layouts">Layouts per GPU: now and proposed</h2>',
         layouts_section(report, slices),
+        '<h2 id="slices">Every slice</h2>',
+        f"<details><summary>{len(slices)} current slices: sort, group or find</summary>",
+        all_slices_table(slices),
+        "</details>",
     ]
     if report.notes:
-        parts += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{escape(n)}</li>" for n in report.notes]
+        parts += ['<h2 id="notes">Notes</h2>', "<ul>"]
+        parts += [f"<li>{escape(n)}</li>" for n in report.notes]
         parts += ["</ul>"]
+    parts.append(f"<script>{SCRIPT}</script>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"

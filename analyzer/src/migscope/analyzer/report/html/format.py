@@ -7,21 +7,30 @@ consistent and the escaping impossible to forget.
 
 from __future__ import annotations
 
+import hashlib
 import html
+from collections import Counter
+from collections.abc import Iterable
+from datetime import datetime, timezone
 
 from migscope.core.spec.v1 import SliceV1
 
 __all__ = [
     "STATUS_COLOURS",
+    "STATUS_ORDER",
+    "anchor",
     "badge",
     "escape",
     "gib",
     "hours",
+    "money",
     "number",
     "owner_text",
     "pct",
     "slice_label",
     "status_colour",
+    "status_counts_text",
+    "utc_time",
 ]
 
 STATUS_COLOURS: dict[str, str] = {
@@ -33,6 +42,8 @@ STATUS_COLOURS: dict[str, str] = {
     "unknown": "#607d8b",
 }
 """Fill of a current instance in the layout diagrams and of the status badges."""
+STATUS_ORDER = tuple(STATUS_COLOURS)
+"""Statuses in the order the report lists them: what to act on first."""
 
 
 def escape(value: object) -> str:
@@ -74,6 +85,40 @@ def hours(value: object) -> str:
     """Hours (or money) with one decimal and thousands separators, or ``"n/a"``."""
     v = number(value)
     return f"{v:,.1f}" if v is not None else "n/a"
+
+
+def money(value: object) -> str:
+    """Money with two decimals and thousands separators, or ``"n/a"``."""
+    v = number(value)
+    return f"{v:,.2f}" if v is not None else "n/a"
+
+
+def utc_time(value: object) -> str:
+    """Unix seconds as ``"Mon 05 Jan 2026 14:00 UTC"``, or ``"n/a"``."""
+    v = number(value)
+    if v is None:
+        return "n/a"
+    return datetime.fromtimestamp(v, tz=timezone.utc).strftime("%a %d %b %Y %H:%M UTC")
+
+
+def anchor(kind: str, name: str) -> str:
+    """A fragment id for ``name`` made of safe characters only (names are user input).
+
+    Args:
+        kind: A fixed prefix (``node``, ``pool``, ``layout``).
+        name: Any text.
+
+    Returns:
+        ``"<kind>-<12 hex digits>"``, the same for the same name on every page.
+    """
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{kind}-{digest}"
+
+
+def status_counts_text(slices: Iterable[SliceV1]) -> str:
+    """``"12 idle, 4 unallocated, 16 healthy"``: the slices per status, in report order."""
+    counts = Counter[str](s.status for s in slices)
+    return ", ".join(f"{counts[k]} {k}" for k in STATUS_ORDER if counts[k])
 
 
 def status_colour(status: str) -> str:

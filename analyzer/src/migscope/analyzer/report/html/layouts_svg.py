@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from migscope.analyzer.report.html.format import (
     STATUS_COLOURS,
+    anchor,
     escape,
     owner_text,
     status_colour,
@@ -29,6 +30,8 @@ LAYOUT_LEFT_PX = 90
 LAYOUT_ROW_PX = 34
 """Height of one row (now / proposed) in a layout diagram, pixels."""
 
+_OPEN_NODES = 10
+"""Up to this many changed nodes, their diagrams are open on the page."""
 _KEPT_COLOUR = "#5b8def"
 _NEW_COLOUR = "#17becf"
 
@@ -75,23 +78,19 @@ def _instance_rect(
     """One GPU instance: a rounded box across its memory slices, with its profile name."""
     x = LAYOUT_LEFT_PX + start * LAYOUT_SLICE_PX
     w = size * LAYOUT_SLICE_PX
+    small = "" if size > 1 else " s"
     return (
         f'<rect class="instance {row}" data-profile="{escape(profile)}" data-start="{start}" '
         f'data-size="{size}" x="{x + 2}" y="{y + 3}" width="{w - 4}" '
-        f'height="{LAYOUT_ROW_PX - 6}" rx="4" fill="{fill}" fill-opacity="0.85" stroke="#333">'
-        f"<title>{escape(tip)}</title></rect>"
-        f'<text x="{x + w / 2:g}" y="{y + LAYOUT_ROW_PX / 2 + 4:g}" text-anchor="middle" '
-        f'font-size="{11 if size > 1 else 9}" fill="#fff" pointer-events="none">'
+        f'height="{LAYOUT_ROW_PX - 6}" fill="{fill}"><title>{escape(tip)}</title></rect>'
+        f'<text class="il{small}" x="{x + w / 2:g}" y="{y + LAYOUT_ROW_PX / 2 + 4:g}">'
         f"{escape(profile)}</text>"
     )
 
 
 def _row_note(y: int, text: str) -> str:
     """A sentence in place of a row's instances."""
-    return (
-        f'<text x="{LAYOUT_LEFT_PX + 6}" y="{y + LAYOUT_ROW_PX / 2 + 4:g}" '
-        f'font-size="12">{text}</text>'
-    )
+    return f'<text x="{LAYOUT_LEFT_PX + 6}" y="{y + LAYOUT_ROW_PX / 2 + 4:g}">{text}</text>'
 
 
 def _layout_svg(
@@ -115,19 +114,25 @@ def _layout_svg(
         f'viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="layout of {escape(node)} GPU {gpu}, now and proposed">'
     ]
-    for k in range(total):
-        x = LAYOUT_LEFT_PX + k * LAYOUT_SLICE_PX + LAYOUT_SLICE_PX / 2
-        out.append(f'<text x="{x:g}" y="13" text-anchor="middle" font-size="10">{k}</text>')
+    # The memory slices' numbers: one <text> whose characters each get their own x.
+    xs = " ".join(
+        f"{LAYOUT_LEFT_PX + k * LAYOUT_SLICE_PX + LAYOUT_SLICE_PX / 2 - 3:g}" for k in range(total)
+    )
+    digits = "".join(str(k % 10) for k in range(total))
+    out.append(f'<text class="ms" x="{xs}" y="13">{digits}</text>')
     rows = (("now", "now"), ("proposed", proposed_label))
     for r, (cls, label) in enumerate(rows):
         y = 18 + r * LAYOUT_ROW_PX
-        out.append(f'<text x="4" y="{y + LAYOUT_ROW_PX / 2 + 4:g}" font-size="12">{label}</text>')
-        for k in range(total):
-            x = LAYOUT_LEFT_PX + k * LAYOUT_SLICE_PX
-            out.append(
-                f'<rect class="memslice" x="{x}" y="{y}" width="{LAYOUT_SLICE_PX}" '
-                f'height="{LAYOUT_ROW_PX}" fill="#fafafa" stroke="#ccc"/>'
-            )
+        out.append(f'<text x="4" y="{y + LAYOUT_ROW_PX / 2 + 4:g}">{label}</text>')
+        # The row of memory slices: one box and its dividers.
+        dividers = "".join(
+            f"M{LAYOUT_LEFT_PX + k * LAYOUT_SLICE_PX} {y}v{LAYOUT_ROW_PX}" for k in range(1, total)
+        )
+        out.append(
+            f'<rect class="memslices" x="{LAYOUT_LEFT_PX}" y="{y}" '
+            f'width="{total * LAYOUT_SLICE_PX}" height="{LAYOUT_ROW_PX}"/>'
+            f'<path class="memslices" d="{dividers}"/>'
+        )
         if cls == "now":
             for s in now:
                 if s.placement_start is None:
@@ -177,8 +182,8 @@ def _known(placements: Sequence[Placement]) -> set[tuple[str, int]]:
 
 
 def _node_title(node: str, rec: RecommendationV1 | None, node_configs: dict[str, str]) -> str:
-    """A node's heading: the config it moves to, or that it stays (or is not planned)."""
-    title = f"<h3>{escape(node)}"
+    """A node's title: the config it moves to, or that it stays (or is not planned)."""
+    title = f"<b>{escape(node)}</b>"
     if rec is not None:
         title += f" → <code>{escape(rec.mig_config)}</code>"
         if rec.disruptive:
@@ -187,7 +192,7 @@ def _node_title(node: str, rec: RecommendationV1 | None, node_configs: dict[str,
         title += f" — unchanged (<code>{escape(node_configs[node])}</code>)"
     else:
         title += " — not planned"
-    return title + "</h3>"
+    return title
 
 
 def _gpu_svg(
@@ -234,7 +239,9 @@ def layouts_section(report: ReportV1, slices: Sequence[SliceV1]) -> str:
 
     Returns:
         HTML: a caption, the legend and one ``<svg class="chart layout">`` per GPU that has
-        a current slice or a planned layout.
+        a current slice or a planned layout: per node whose layout changes a ``<details>``
+        (open when there are few), then the nodes left as they are in one closed
+        ``<details id="unchanged-layouts">``.
     """
     now: dict[GpuKey, list[SliceV1]] = {}
     models: dict[GpuKey, str | None] = {}
@@ -267,16 +274,48 @@ def layouts_section(report: ReportV1, slices: Sequence[SliceV1]) -> str:
         "placements: now, and after the plan. Hover an instance for its owner.</p>",
         legend,
     ]
-    for node in sorted({k[0] for k in keys}):
-        rec = recs.get(node)
-        out.append(_node_title(node, rec, report.node_configs))
-        if rec is not None and rec.pods_to_move:
+    by_node: dict[str, list[GpuKey]] = {}
+    for key in keys:
+        by_node.setdefault(key[0], []).append(key)
+    changed = [n for n in sorted(by_node) if n in recs]
+    kept = [n for n in sorted(by_node) if n not in recs]
+    is_open = " open" if len(changed) <= _OPEN_NODES else ""
+    if not changed:
+        out.append("<p>The plan changes no node.</p>")
+    for node in changed:
+        rec = recs[node]
+        out.append(
+            f'<details class="layout-node" id="{anchor("layout", node)}"{is_open}><summary>'
+            f"{_node_title(node, rec, report.node_configs)}</summary>"
+        )
+        if rec.pods_to_move:
             pods = ", ".join(escape(p) for p in rec.pods_to_move)
             out.append(f"<p>Pods that lose their device (on a re-created GPU): {pods}.</p>")
-        out.append('<div class="gpus">')
-        recreated = set(rec.gpus_recreated) if rec is not None else set()
-        for key in (k for k in keys if k[0] == node):
-            svg = _gpu_svg(key, now.get(key, []), planned.get(key), recreated, models.get(key))
-            out.append(f'<div class="gpu"><div>GPU {key[1]}</div>{svg}</div>')
-        out.append("</div>")
+        out.append(_gpus(by_node[node], now, planned, set(rec.gpus_recreated), models))
+        out.append("</details>")
+    if kept:
+        out.append(
+            f'<details id="unchanged-layouts"><summary>{len(kept)} node(s) the plan leaves '
+            "as they are</summary>"
+        )
+        for node in kept:
+            out.append(f"<h4>{_node_title(node, None, report.node_configs)}</h4>")
+            out.append(_gpus(by_node[node], now, planned, set(), models))
+        out.append("</details>")
     return "\n".join(out)
+
+
+def _gpus(
+    keys: Sequence[GpuKey],
+    now: dict[GpuKey, list[SliceV1]],
+    planned: dict[GpuKey, PlannedGpuV1],
+    recreated: set[int],
+    models: dict[GpuKey, str | None],
+) -> str:
+    """One node's GPU diagrams in a row."""
+    out = ['<div class="gpus">']
+    for key in keys:
+        svg = _gpu_svg(key, now.get(key, []), planned.get(key), recreated, models.get(key))
+        out.append(f'<div class="gpu"><div>GPU {key[1]}</div>{svg}</div>')
+    out.append("</div>")
+    return "".join(out)

@@ -1,21 +1,168 @@
-"""The HTML report's summary: the headline cards, the snapshot warning and the plan sentence.
+"""The HTML report's summary: the headline, the teams that waste most, and the next step.
 
-Why its own module: it is what a reader sees first and the only part that says whether the
-report may be read as a plan at all (too little history makes it a snapshot).
+Why first and why these: a platform team reads the top of the page and decides. The cards
+say how much the window wasted (GPU-hours and money), how many whole GPUs the plan frees
+and how much it changes, with the change since the previous run when there is a trend;
+the namespaces that waste most are the people to talk to; the next step is the command
+to run (or why there is none: a snapshot, simulated data, nothing to change). It is also
+the only part that says whether the report may be read as a plan at all (too little
+history makes it a snapshot).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from migscope.analyzer.report.html.format import badge, escape, hours
+from migscope.analyzer.report.html.format import badge, escape, hours, money, utc_time
+from migscope.analyzer.report.html.trend_svg import per_week
 from migscope.core.spec.v1 import ReportV1
 
-__all__ = ["summary_section"]
+__all__ = ["made_at", "next_step", "summary_section"]
+
+_TOP_NAMESPACES = 5
+
+
+def _card(card_id: str, value: str, title: str, detail: str = "") -> str:
+    small = f"<small>{detail}</small>" if detail else ""
+    return f'<div class="card" id="card-{card_id}"><b>{value}</b>{escape(title)}{small}</div>'
+
+
+def _trend_delta(report: ReportV1) -> str:
+    """The change of wasted GPU-hours since the previous run, or "" without a trend."""
+    if not report.trend:
+        return ""
+    before = report.trend[-1]
+    now, then, unit = report.savings.wasted_gpu_hours, before.wasted_gpu_hours, ""
+    if round(before.window_hours, 1) != round(report.window.hours, 1):
+        now = per_week(now, report.window.hours)
+        then = per_week(then, before.window_hours)
+        unit = " per week"
+    delta = now - then
+    share = f" ({delta / then * 100:+.0f}%)" if then else ""
+    arrow = "▲" if delta > 0 else "▼" if delta < 0 else "="
+    cls = "up" if delta > 0 else "down" if delta < 0 else "same"
+    return (
+        f'<span class="delta {cls}" id="trend-delta">{arrow} {delta:+,.1f}{unit}{share} '
+        f"since the run ending {escape(before.window_end[:10])}</span>"
+    )
+
+
+def _cards(report: ReportV1) -> str:
+    sav = report.savings
+    split = (
+        f"idle {hours(sav.idle_gpu_hours)} · unallocated {hours(sav.unallocated_gpu_hours)} · "
+        f"oversized {hours(sav.oversized_gpu_hours)}"
+    )
+    cards = [
+        _card(
+            "wasted-gpu-hours",
+            hours(sav.wasted_gpu_hours),
+            "GPU-hours wasted",
+            escape(split) + " " + _trend_delta(report),
+        )
+    ]
+    if sav.price_per_gpu_hour is not None:
+        cards.append(
+            _card(
+                "wasted-cost",
+                money(sav.wasted_cost),
+                "wasted cost",
+                f"at {escape(money(sav.price_per_gpu_hour))} per GPU-hour",
+            )
+        )
+    freed = f"{hours(sav.gpu_hours_freed)} GPU-hours per window"
+    if sav.freed_cost is not None:
+        freed += f", worth {money(sav.freed_cost)}"
+    cards += [
+        _card("gpus-freed", escape(sav.gpus_freed), "whole GPUs freeable", escape(freed)),
+        _card("idle", escape(sav.idle_slices), "idle slices", "held by a pod, not used"),
+        _card("unallocated", escape(sav.unallocated_slices), "unallocated slices", "no pod"),
+        _card("oversized", escape(sav.oversized_slices), "oversized slices"),
+        _card(
+            "gpus-changed",
+            escape(sav.gpus_changed),
+            "GPUs changed by the plan",
+            f"on {escape(sav.nodes_changed if sav.nodes_changed is not None else 'n/a')} "
+            f"node(s), of {escape(sav.gpus_planned)} planned",
+        ),
+        _card("unmet", escape(sav.unmet_demand), "instances of demand unmet"),
+        _card("slices", escape(report.summary.get("slices", "n/a")), "slices analysed"),
+    ]
+    return '<div class="cards" id="summary">' + "".join(cards) + "</div>"
+
+
+def _top_namespaces(report: ReportV1) -> str:
+    rows = [r for r in report.savings.by_namespace if r.wasted_gpu_hours > 0]
+    if not rows:
+        return ""
+    price = report.savings.price_per_gpu_hour
+    items = []
+    for r in rows[:_TOP_NAMESPACES]:
+        cost = f", {money(r.wasted_gpu_hours * price)}" if price is not None else ""
+        items.append(
+            f"<li><b>{escape(r.namespace)}</b>: {hours(r.wasted_gpu_hours)} GPU-hours{cost} "
+            f"({escape(r.slices)} slices)</li>"
+        )
+    more = len(rows) - _TOP_NAMESPACES
+    tail = f' <a href="#waste">and {more} more</a>' if more > 0 else ""
+    return (
+        f'<div id="top-namespaces"><b>Most waste, by namespace</b>{tail}'
+        f"<ol>{''.join(items)}</ol></div>"
+    )
+
+
+def next_step(report: ReportV1) -> str:
+    """What to do with this report: the command to apply the plan, or why there is none.
+
+    Returns:
+        HTML: ``<div id="next-step">``.
+    """
+    sav = report.savings
+    evidence = report.evidence
+    out = ['<div id="next-step"><h3>Next step</h3>']
+    idle_people = ""
+    if sav.idle_slices:
+        idle_people = (
+            f"Ask the owners of the {escape(sav.idle_slices)} idle slice(s) to give them back "
+            '(<a href="#idle">idle and unallocated slices</a>, with the pods that hold them).'
+        )
+    if evidence is not None and not evidence.enough_for_a_plan:
+        out.append(
+            f"<p>Let the exporter collect at least {hours(evidence.min_history_hours)} h of "
+            f"history (there is {hours(evidence.history_hours)} h), then run the analysis "
+            f"again: a snapshot recommends no change. {idle_people}</p>"
+        )
+    elif not report.recommendations:
+        out.append(f"<p>No layout change is needed. {idle_people}</p>")
+    else:
+        disruptive = [r for r in report.recommendations if r.disruptive]
+        pods = sum(len(r.pods_to_move) for r in disruptive)
+        drain = " --drain" if disruptive else ""
+        out.append(
+            f"<p>{idle_people} Apply the plan: {escape(sav.gpus_changed)} GPU(s) on "
+            f"{len(report.recommendations)} node(s), {len(disruptive)} of them disruptive "
+            f'({pods} pod(s) lose their device; <a href="#layouts">layouts</a>). From the '
+            "directory of this report, dry run first:</p>"
+            "<pre><code>migscope apply --plan node-plan.json\n"
+            f"migscope apply --plan node-plan.json --apply --max-nodes 1{drain}</code></pre>"
+            '<p class="muted">The dry run says what would change and why a node would be '
+            "skipped. <code>migscope apply</code> refuses a plan older than 24 h "
+            "(<code>--max-plan-age</code>): run the analysis again if this report is older. "
+            "In the cluster, the Helm chart's apply CronJob (<code>apply.enabled</code>) does "
+            "this on its schedule.</p>"
+        )
+    provenance = report.provenance
+    if provenance is not None and provenance.simulated:
+        out.append(
+            '<p class="warn" id="simulated"><b>Simulated data.</b> This report was made from '
+            "the simulator: <code>migscope apply</code> refuses its plan.</p>"
+        )
+    out.append("</div>")
+    return "".join(out)
 
 
 def summary_section(report: ReportV1) -> str:
-    """The summary cards, the snapshot warning when there is one, and the plan in a sentence.
+    """The cards, the snapshot warning, the statuses, the top namespaces and the next step.
 
     Args:
         report: The validated report.
@@ -23,43 +170,36 @@ def summary_section(report: ReportV1) -> str:
     Returns:
         HTML (several elements, no heading).
     """
-    sav = report.savings
-    summary = report.summary
-    cards: list[tuple[str, object]] = [
-        ("Slices analysed", summary.get("slices", "n/a")),
-        ("Idle (held, unused)", sav.idle_slices),
-        ("Unallocated", sav.unallocated_slices),
-        ("Oversized", sav.oversized_slices),
-        ("Wasted GPU-hours", hours(sav.wasted_gpu_hours)),
-        ("Whole GPUs freed", sav.gpus_freed),
-        ("GPUs changed", sav.gpus_changed),
-        ("Unmet demand", sav.unmet_demand),
-    ]
-    if sav.price_per_gpu_hour is not None:
-        cards.append(("Wasted cost", hours(sav.wasted_cost)))
-        cards.append(("Freed by the plan", hours(sav.freed_cost)))
-    out = ['<div class="cards" id="summary">']
-    out += [f'<div class="card"><b>{escape(v)}</b>{escape(k)}</div>' for k, v in cards]
-    out.append("</div>")
+    out = [_cards(report)]
     evidence = report.evidence
     if evidence is not None and not evidence.enough_for_a_plan:
         out.append(
-            '<p class="snapshot" id="snapshot"><b>Snapshot: no change recommended.</b> '
+            '<p class="snapshot warn" id="snapshot"><b>Snapshot: no change recommended.</b> '
             f"{escape(hours(evidence.history_hours))} h of history, "
             f"{escape(hours(evidence.min_history_hours))} h needed "
             "(policy <code>evidence.min_history_hours</code>): the slices are classified, "
             "the layouts stay as they are.</p>"
         )
-    by_status = summary.get("by_status")
+    by_status = report.summary.get("by_status")
     if isinstance(by_status, Mapping) and by_status:
         out.append(
             "<p>By status: "
             + " ".join(f"{badge(str(k))} {escape(v)}" for k, v in by_status.items())
             + "</p>"
         )
+    sav = report.savings
     out.append(
         f"<p>The plan uses {escape(sav.gpus_used_after)} of {escape(sav.gpus_planned)}"
         f" MIG GPUs and frees {escape(sav.gpus_freed)} whole GPU(s) "
         f"({hours(sav.gpu_hours_freed)} GPU-hours per window).</p>"
     )
+    out.append('<div class="row">' + next_step(report) + _top_namespaces(report) + "</div>")
     return "\n".join(out)
+
+
+def made_at(report: ReportV1) -> str:
+    """When the report was made, for the header line ("" when unknown)."""
+    provenance = report.provenance
+    if provenance is None:
+        return ""
+    return f" Made {escape(utc_time(provenance.created_unix))}."

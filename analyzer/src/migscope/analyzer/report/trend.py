@@ -1,0 +1,144 @@
+"""The waste trend: earlier runs' headline numbers, read from the reports they left behind.
+
+Why from files and not a database or a server: the weekly report job already keeps its
+earlier runs (``<dir>/<UTC time>/report.json``: the Helm CronJob's ``$REPORT_DIR`` and
+``migscope schedule``'s ``out_dir``, with ``latest`` pointing at the newest), so the trend
+needs nothing else. ``--previous-reports DIR`` reads them; each becomes one
+:class:`~migscope.core.spec.v1.TrendPointV1` in the new report's ``trend``.
+
+Only ``window``, ``summary``, ``savings`` and ``provenance`` of each file are read, and each
+is checked against the report contract. A file that cannot be read or does not follow the
+contract is left out with a note (the trend is context; it never stops a report). Each run
+counts once: ``latest`` (a link to a run, or its copy where the volume refuses links), hidden
+entries (``.latest-new-*``, a swap in progress) and links to a directory already read are
+skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from migscope.core.errors import UserError
+from migscope.core.spec.v1 import REPORT_FILE, ProvenanceV1, SavingsV1, TrendPointV1, WindowV1
+
+__all__ = ["MAX_TREND_RUNS", "PreviousReportsError", "Trend", "read_trend"]
+
+MAX_TREND_RUNS = 52
+"""Earlier runs kept in a trend: a year of weekly reports (the chart stays readable)."""
+LATEST = "latest"
+"""The name of the link (or copy) that shows the newest good run: never a run of its own."""
+
+
+class PreviousReportsError(UserError):
+    """``--previous-reports`` names something that is not a readable directory."""
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Earlier runs, oldest first, and what could not be read.
+
+    Attributes:
+        points: One entry per earlier report (``TrendPointV1`` fields).
+        notes: One sentence per file left out, for the report's notes.
+    """
+
+    points: tuple[dict[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+def read_trend(
+    folder: str | os.PathLike[str],
+    *,
+    exclude: Sequence[str | os.PathLike[str]] = (),
+    limit: int = MAX_TREND_RUNS,
+) -> Trend:
+    """Read ``<folder>/*/report.json`` into trend points, oldest window first.
+
+    Args:
+        folder: The directory of earlier runs.
+        exclude: Directories to skip (the run being written now).
+        limit: Keep the newest this many.
+
+    Raises:
+        PreviousReportsError: ``folder`` is missing or not a readable directory.
+    """
+    root = Path(folder)
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as exc:
+        raise PreviousReportsError(f"--previous-reports {folder}: {exc.strerror or exc}") from exc
+    seen = {_real(Path(p)) for p in exclude}
+    points: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for entry in entries:
+        path = entry / REPORT_FILE
+        real = _real(entry)
+        if entry.name.startswith(".") or entry.name == LATEST or real in seen:
+            continue
+        seen.add(real)
+        if not path.is_file():
+            continue
+        try:
+            points.append(_point(entry.name, path))
+        except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
+            notes.append(f"trend: {path} left out: {_why(exc)}")
+    ordered = sorted(points, key=lambda p: (p["window_end_unix"], p["created"] or "", p["run"]))
+    return Trend(tuple(ordered[-limit:] if limit > 0 else ()), tuple(notes))
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(path)
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"not a migscope report ({where}: {first['msg']})"
+    if isinstance(exc, OSError):
+        return str(exc.strerror or exc)
+    return f"not JSON ({exc})"
+
+
+def _point(run: str, path: Path) -> dict[str, Any]:
+    """One report's trend point (its parts checked against the report contract)."""
+    with path.open(encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        raise ValueError("no schema_version 1")
+    window = WindowV1.model_validate(data.get("window"))
+    savings = SavingsV1.model_validate(data.get("savings"))
+    summary = data.get("summary")
+    slices = summary.get("slices") if isinstance(summary, dict) else None
+    raw_provenance = data.get("provenance")
+    provenance = ProvenanceV1.model_validate(raw_provenance) if raw_provenance is not None else None
+    point = TrendPointV1(
+        run=run,
+        created=provenance.created if provenance is not None else None,
+        window_start=window.start,
+        window_end=window.end,
+        window_end_unix=window.end_unix,
+        window_hours=window.hours,
+        slices=slices if isinstance(slices, int) and not isinstance(slices, bool) else None,
+        idle_slices=savings.idle_slices,
+        unallocated_slices=savings.unallocated_slices,
+        oversized_slices=savings.oversized_slices,
+        wasted_gpu_hours=savings.wasted_gpu_hours,
+        idle_gpu_hours=savings.idle_gpu_hours,
+        unallocated_gpu_hours=savings.unallocated_gpu_hours,
+        oversized_gpu_hours=savings.oversized_gpu_hours,
+        gpus_freed=savings.gpus_freed,
+        gpu_hours_freed=savings.gpu_hours_freed,
+        price_per_gpu_hour=savings.price_per_gpu_hour,
+        wasted_cost=savings.wasted_cost,
+        simulated=provenance.simulated if provenance is not None else None,
+        by_namespace={r.namespace: r.wasted_gpu_hours for r in savings.by_namespace},
+    )
+    return point.model_dump()
