@@ -31,9 +31,8 @@ from migscope.analyzer.report.grafana import (
     dashboard_url,
     normalise_base_url,
 )
-from migscope.analyzer.report.trend import PreviousReportsError, read_trend
+from migscope.analyzer.report.trend import read_trend
 from migscope.cli.main import cli
-from migscope.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,10 +84,13 @@ def test_trend_keeps_the_newest_runs(runs: Path) -> None:
     assert [p["run"] for p in trend.points] == ["20260112T060000Z"]
 
 
-def test_a_missing_folder_is_a_user_error(tmp_path: Path) -> None:
-    with pytest.raises(PreviousReportsError, match=r"--previous-reports .*missing"):
-        read_trend(tmp_path / "missing")
-    assert issubclass(PreviousReportsError, UserError)
+def test_a_missing_folder_gives_no_trend_and_a_note(tmp_path: Path) -> None:
+    """A fresh volume, or the chart's command line run elsewhere, still reports."""
+    trend = read_trend(tmp_path / "missing")
+    assert trend.points == ()
+    assert trend.notes == (
+        f"trend: {tmp_path / 'missing'}: No such file or directory: no earlier runs read",
+    )
 
 
 def test_a_report_that_breaks_the_contract_is_left_out(tmp_path: Path) -> None:
@@ -275,17 +277,62 @@ def test_cli_writes_the_trend_and_grafana(tmp_path: Path) -> None:
     assert 'href="https://grafana.example/d/migscope-fleet?' in page
 
 
-@pytest.mark.parametrize(
-    ("flags", "message"),
-    [
-        (["--grafana-url", "javascript:alert(1)"], "--grafana-url 'javascript:alert(1)'"),
-        (["--previous-reports", "/nonexistent/reports"], "--previous-reports /nonexistent"),
-    ],
-)
-def test_cli_refuses_bad_report_flags(flags: list[str], message: str) -> None:
+def test_cli_refuses_a_bad_grafana_url() -> None:
     out = CliRunner().invoke(
-        cli, ["analyze", "--simulate", "h200-node", "--window", "1d", "-o", "html", *flags]
+        cli,
+        [
+            "analyze",
+            "--simulate",
+            "h200-node",
+            "--window",
+            "1d",
+            "-o",
+            "html",
+            "--grafana-url",
+            "javascript:alert(1)",
+        ],
     )
     assert out.exit_code == 1
-    assert out.stderr.startswith(f"migscope: error: {message}")
+    assert out.stderr.startswith("migscope: error: --grafana-url 'javascript:alert(1)'")
     assert out.stderr.count("\n") == 1
+
+
+def test_cli_reports_without_the_previous_runs_it_cannot_read() -> None:
+    out = CliRunner().invoke(
+        cli,
+        [
+            "analyze",
+            "--simulate",
+            "h200-node",
+            "--window",
+            "1d",
+            "-o",
+            "json",
+            "--previous-reports",
+            "/nonexistent/reports",
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    report = json.loads(out.stdout)
+    assert report["trend"] == []
+    note = "trend: /nonexistent/reports: No such file or directory: no earlier runs read"
+    assert note in report["notes"]
+
+
+def test_schedule_reports_carry_the_trend_of_the_runs_before(tmp_path: Path) -> None:
+    """`migscope schedule` passes its out_dir, where it keeps the runs, as the earlier runs."""
+    out_dir = tmp_path / "reports"
+    config = tmp_path / "schedule.yaml"
+    config.write_text(
+        "jobs:\n  - name: weekly\n    kind: report\n    cron: '0 6 * * 1'\n"
+        '    args: ["--simulate", "h200-node", "--window", "1d"]\n'
+        f"    out_dir: {json.dumps(str(out_dir))}\n",
+        encoding="utf-8",
+    )
+    for _ in range(2):
+        out = CliRunner().invoke(cli, ["schedule", "--config", str(config), "--once", "weekly"])
+        assert out.exit_code == 0, out.output
+    runs = sorted(p.name for p in out_dir.iterdir() if p.name != "latest")
+    assert len(runs) == 2
+    latest = json.loads((out_dir / "latest" / "report.json").read_text())
+    assert [p["run"] for p in latest["trend"]] == runs[:1]

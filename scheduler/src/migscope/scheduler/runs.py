@@ -218,7 +218,10 @@ class Runner:
             except OSError as exc:
                 error = f"cannot create a run directory in {job.out_dir}: {exc.strerror or exc}"
                 return self._finish(job, started, "error", None, error=error)
-            argv = child_argv(["analyze", *job.args, "--out", str(run_dir)], self.python)
+            # The earlier runs beside this one are the report's waste trend (its own args
+            # come after, so that a --previous-reports there wins).
+            previous = ["--previous-reports", str(job.out_dir)]
+            argv = child_argv(["analyze", *previous, *job.args, "--out", str(run_dir)], self.python)
         elif job.kind == "apply":
             assert job.args is not None
             argv = child_argv(["apply", *job.args], self.python)

@@ -8,7 +8,9 @@ needs nothing else. ``--previous-reports DIR`` reads them; each becomes one
 
 Only ``window``, ``summary``, ``savings`` and ``provenance`` of each file are read, and each
 is checked against the report contract. A file that cannot be read or does not follow the
-contract is left out with a note (the trend is context; it never stops a report). Each run
+contract is left out with a note, and a directory that cannot be read gives no trend and a
+note: the trend is context, it never stops a report (the first run of a fresh volume, or a
+command line copied from the chart to a laptop, still reports). Each run
 counts once: ``latest`` (a link to a run, or its copy where the volume refuses links), hidden
 entries (``.latest-new-*``, a swap in progress) and links to a directory already read are
 skipped.
@@ -25,19 +27,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from migscope.core.errors import UserError
 from migscope.core.spec.v1 import REPORT_FILE, ProvenanceV1, SavingsV1, TrendPointV1, WindowV1
 
-__all__ = ["MAX_TREND_RUNS", "PreviousReportsError", "Trend", "read_trend"]
+__all__ = ["LATEST", "MAX_TREND_RUNS", "Trend", "read_trend"]
 
 MAX_TREND_RUNS = 52
 """Earlier runs kept in a trend: a year of weekly reports (the chart stays readable)."""
 LATEST = "latest"
 """The name of the link (or copy) that shows the newest good run: never a run of its own."""
-
-
-class PreviousReportsError(UserError):
-    """``--previous-reports`` names something that is not a readable directory."""
 
 
 @dataclass(frozen=True)
@@ -66,14 +63,15 @@ def read_trend(
         exclude: Directories to skip (the run being written now).
         limit: Keep the newest this many.
 
-    Raises:
-        PreviousReportsError: ``folder`` is missing or not a readable directory.
+    Returns:
+        The points, and a note per file left out (one note and no points when ``folder``
+        cannot be read).
     """
     root = Path(folder)
     try:
         entries = sorted(root.iterdir())
     except OSError as exc:
-        raise PreviousReportsError(f"--previous-reports {folder}: {exc.strerror or exc}") from exc
+        return Trend((), (f"trend: {folder}: {exc.strerror or exc}: no earlier runs read",))
     seen = {_real(Path(p)) for p in exclude}
     points: list[dict[str, Any]] = []
     notes: list[str] = []
