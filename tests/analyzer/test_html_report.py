@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import html
+import math
 import os
 import re
 import shutil
@@ -242,8 +243,11 @@ def _slice_grids(page: str) -> dict[str, Grid]:
     return {g.node: g for g in parse_page(page).grids if g.node is not None}
 
 
-def _level(value: float | None) -> int:
-    return UNKNOWN if value is None else round(min(max(value, 0.0), 1.0) * LEVELS)
+def _level(value: float | None, gamma: float = 0.5) -> int:
+    """The palette index the page draws ``value`` at: activity on a square-root scale."""
+    if value is None:
+        return UNKNOWN
+    return round(math.sqrt(value) * LEVELS if gamma == 0.5 else value * LEVELS)
 
 
 def test_heatmap_of_window_statistics_without_hours(report: dict[str, Any]) -> None:
@@ -293,7 +297,7 @@ def test_heatmap_of_hourly_activity_per_slice_and_memory(report: dict[str, Any])
             assert row == [_level(v) for v in s["hourly"]["activity"]], label
             ev = s["evidence"]
             share = ev["memory_p95_bytes"] / ev["memory_total_bytes"]
-            assert mem == [_level(share)], label
+            assert mem == [_level(share, gamma=1.0)], label
 
 
 def test_pool_heatmap_rows_are_nodes_weighted_by_compute(report: dict[str, Any]) -> None:
@@ -471,3 +475,27 @@ def test_a_snapshot_says_so_at_the_top() -> None:
 def test_a_week_is_not_a_snapshot(report: dict[str, Any]) -> None:
     assert report["evidence"]["enough_for_a_plan"] is True
     assert 'id="snapshot"' not in render_html(validate_report(report))
+
+
+def test_replay_table_has_the_what_if_layout() -> None:
+    source = choose_source(
+        source=None,
+        simulate=DEMO_FLEET,
+        prometheus=None,
+        embedded=False,
+        bearer_token_file=None,
+        timeout_s=60.0,
+        progress=None,
+    )
+    options = AnalyzeOptions(window_s=parse_window("2d"), what_if={"*": "all-balanced"})
+    data = report_data(run(source, options))
+    page = render_html(validate_report(data))
+    table = parse_page(page).tables["replay"]
+    assert table.titles[-2:] == ["what-if: served", "short under the what-if"]
+    pools = [p for p in data["pools"] if p["replay"]]
+    for pool, row in zip(pools, table.rows, strict=True):
+        share = pool["replay"]["what_if"]["served_share"]
+        assert row[-2].startswith(f"{share * 100:.1f}%")
+    what_if = data["what_if"]
+    text = parse_page(page).text_by_id["what-if"]
+    assert text.startswith(f"What-if *=all-balanced: serves {what_if['served_share'] * 100:.1f}%")

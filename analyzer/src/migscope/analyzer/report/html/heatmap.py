@@ -47,7 +47,7 @@ ROW_PX = 14
 """Height of one heatmap row (a node or a slice), pixels; the labels use the same."""
 _STATS = ("p50", "p95", "max")
 _STATS_CELL_PX = 48
-_MEMORY_PX = 14
+_MEMORY_PX = 22
 _WIDTH_PX = 680
 
 
@@ -229,7 +229,8 @@ def _caption(cols: Columns) -> str:
             "not per-hour activity."
         )
     return (
-        f'<p class="muted">{what} White 0 %, dark blue 100 %, grey: no data. '
+        f'<p class="muted">{what} White 0 %, dark blue 100 % (on a square-root scale, so '
+        "that a little work shows), grey: no data. "
         "<b>mem</b>: p95 memory held as a share of the slices' memory (dark: full). "
         "Click a node for its slices; hover a cell for its time and value.</p>"
     )

@@ -7,9 +7,11 @@ hundred bytes, and the browser draws it as one image (``image-rendering: pixelat
 the cells sharp). The Content-Security-Policy allows ``data:`` images and nothing else.
 
 Values are 0..1 and drawn in :data:`LEVELS` + 1 steps of a colour scale; :data:`UNKNOWN`
-(no data) is grey and :data:`EMPTY` (no such cell: a node with fewer slices) is white. The
-scales are linear in each channel, so the page's script can read a cell's value back from
-its colour for the tooltip (``scripts.py``).
+(no data) is grey and :data:`EMPTY` (no such cell: a node with fewer slices) is white. A
+scale's colours are linear in each channel of ``value ** gamma``: activity uses the square
+root (gamma 0.5), so that the little work that tells a slice from an idle one (5 % is the
+idle threshold) shows as a visible tint rather than as white. The page's script reads a
+cell's value back from its colour for the tooltip (``scripts.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import base64
 import struct
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "ACTIVITY_SCALE",
@@ -28,6 +31,7 @@ __all__ = [
     "Scale",
     "colour",
     "heat_png",
+    "level",
     "png_data_uri",
 ]
 
@@ -38,33 +42,38 @@ UNKNOWN = 255
 EMPTY = 254
 """Palette index of a cell that does not exist (white)."""
 
-Scale = tuple[tuple[int, int, int], tuple[int, int, int]]
-"""A colour scale: the colour of 0 and the colour of 1, linear in between."""
 
-ACTIVITY_SCALE: Scale = ((247, 251, 255), (8, 48, 107))
-"""Activity: white to dark blue."""
-MEMORY_SCALE: Scale = ((255, 247, 236), (127, 39, 4))
-"""Memory held: cream to dark brown."""
+@dataclass(frozen=True)
+class Scale:
+    """A colour scale: the colour of 0 and of 1, linear in between in ``value ** gamma``."""
+
+    low: tuple[int, int, int]
+    high: tuple[int, int, int]
+    gamma: float = 1.0
+
+
+ACTIVITY_SCALE = Scale((247, 251, 255), (8, 48, 107), gamma=0.5)
+"""Activity: white to dark blue, square root (5 % is a fifth of the way)."""
+MEMORY_SCALE = Scale((255, 247, 236), (127, 39, 4))
+"""Memory held: cream to dark brown, linear."""
 _UNKNOWN_RGB = (224, 224, 224)
 _EMPTY_RGB = (255, 255, 255)
 
 
-def colour(scale: Scale, value: float | None) -> tuple[int, int, int]:
-    """The colour of ``value`` (clamped to 0..1) on ``scale``; grey for None."""
-    if value is None:
+def colour(scale: Scale, position: float | None) -> tuple[int, int, int]:
+    """The colour at ``position`` (0..1, clamped) along ``scale``; grey for None."""
+    if position is None:
         return _UNKNOWN_RGB
-    v = min(max(value, 0.0), 1.0)
-    lo, hi = scale
-    r, g, b = (round(a + (z - a) * v) for a, z in zip(lo, hi, strict=True))
+    t = min(max(position, 0.0), 1.0)
+    r, g, b = (round(a + (z - a) * t) for a, z in zip(scale.low, scale.high, strict=True))
     return (r, g, b)
 
 
-def _index(value: float | None) -> int:
-    if value is None:
+def level(scale: Scale, value: float | None) -> int:
+    """The palette index of ``value`` on ``scale``: ``round(value ** gamma * LEVELS)``."""
+    if value is None or value != value:  # None or NaN
         return UNKNOWN
-    if value != value:  # NaN
-        return UNKNOWN
-    return round(min(max(value, 0.0), 1.0) * LEVELS)
+    return round(float(min(max(value, 0.0), 1.0) ** scale.gamma) * LEVELS)
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
@@ -94,7 +103,7 @@ def heat_png(rows: Sequence[Sequence[float | None]], width: int, scale: Scale) -
     raw = bytearray()
     pad = bytes([EMPTY]) * width
     for row in rows or [[]]:
-        cells = bytes(_index(v) for v in row[:width])
+        cells = bytes(level(scale, v) for v in row[:width])
         raw += b"\x00" + cells + pad[len(cells) :]
     header = struct.pack(">IIBBBBB", width, max(1, len(rows)), 8, 3, 0, 0, 0)
     return (

@@ -55,10 +55,10 @@ rect.instance{stroke:#333;fill-opacity:.85;rx:4px}
 text.il{text-anchor:middle;fill:#fff;pointer-events:none}text.il.s{font-size:9px}
 .legend span{display:inline-block;margin-right:14px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
-.hm{display:grid;grid-template-columns:330px max-content 14px;column-gap:6px;margin:4px 0 10px}
+.hm{display:grid;grid-template-columns:330px max-content 22px;column-gap:6px;margin:4px 0 10px}
 .hl div{height:14px;line-height:14px;font-size:11px;white-space:nowrap;overflow:hidden;
 text-overflow:ellipsis;padding-left:4px;border-left:4px solid transparent}
-.mh{font-size:10px;align-self:end;writing-mode:vertical-rl}
+.mh{font-size:10px;align-self:end}
 img.heat{image-rendering:pixelated;display:block;cursor:crosshair}
 details.node{margin:2px 0 2px 12px}details.node>summary{cursor:pointer;font-size:0.9em}
 #tip{position:fixed;z-index:9;background:#222;color:#fff;font-size:12px;padding:3px 6px;
@@ -68,8 +68,8 @@ border-radius:3px;pointer-events:none;white-space:nowrap}
 .st-healthy{border-left-color:#2ca02c!important}.st-unknown{border-left-color:#607d8b!important}
 """
 
-_ACT_LO, _ACT_HI = ACTIVITY_SCALE
-_MEM_LO, _MEM_HI = MEMORY_SCALE
+_ACT_LO, _ACT_HI = ACTIVITY_SCALE.low, ACTIVITY_SCALE.high
+_MEM_LO, _MEM_HI = MEMORY_SCALE.low, MEMORY_SCALE.high
 
 _TEMPLATE = """(function(){
 var A=Array.prototype,D=['Sun','Mon','Tue','Wed','Thu','Fri','Sat'];
@@ -126,8 +126,8 @@ function value(img,p){if(!img._x){var cv=document.createElement('canvas');
 cv.width=img.naturalWidth;cv.height=img.naturalHeight;img._x=cv.getContext('2d');
 img._x.drawImage(img,0,0);}var d=img._x.getImageData(p.c,p.r,1,1).data;
 if(d[0]===d[1]&&d[1]===d[2])return d[0]===255?'':'no data';
-var v=p.mem?(MEM_LO_G-d[1])/MEM_RANGE_G:(ACT_LO_R-d[0])/ACT_RANGE_R;
-return Math.round(Math.max(0,Math.min(1,v))*100)+'%';}
+var t=Math.max(0,Math.min(1,p.mem?(MEM_LO_G-d[1])/MEM_RANGE_G:(ACT_LO_R-d[0])/ACT_RANGE_R));
+return Math.round(Math.pow(t,p.mem?MEM_INV_GAMMA:ACT_INV_GAMMA)*100)+'%';}
 function when(hm,c){var per=hm.getAttribute('data-period');
 if(!per)return ['p50','p95','max'][c];
 var d=new Date((+hm.getAttribute('data-start')+c*per)*1000);
@@ -148,5 +148,7 @@ SCRIPT = (
     .replace("ACT_RANGE_R", str(_ACT_LO[0] - _ACT_HI[0]))
     .replace("MEM_LO_G", str(_MEM_LO[1]))
     .replace("MEM_RANGE_G", str(_MEM_LO[1] - _MEM_HI[1]))
+    .replace("ACT_INV_GAMMA", repr(1 / ACTIVITY_SCALE.gamma))
+    .replace("MEM_INV_GAMMA", repr(1 / MEMORY_SCALE.gamma))
 )
 """The page's script, run at the end of the body."""

@@ -34,6 +34,8 @@ def _change(now: float, before: float | None, scale_now: float, scale_before: fl
     if before is None:
         return ("new", 1e18)  # sorts above every change
     delta = now * scale_now - before * scale_before
+    if round(delta, 1) == 0:
+        delta = 0.0  # no "-0.0"
     return (f"{delta:+,.1f}", delta)
 
 
