@@ -156,7 +156,7 @@ def test_find_box_keeps_the_rows_with_the_text(tab: Page, data: dict[str, Any]) 
     pod = next(s["pod"] for s in data["slices"] if s["pod"] is not None)
     visible = _js(
         tab,
-        f"""document.querySelector('details > summary').parentNode.open=true;
+        f"""document.getElementById('all-slices').closest('details').open=true;
         var f=document.querySelector('input.filter[data-table="all-slices"]');
         f.value={json.dumps(pod)};f.dispatchEvent(new Event('input'));
         return Array.prototype.filter.call(
