@@ -2,15 +2,22 @@
 
 Prometheus, Thanos, Mimir, Cortex and VictoriaMetrics all answer the same HTTP query API
 (:mod:`~migscope.analyzer.sources.prometheus`); the window statistics are PromQL evaluated
-by the server a chunk of nodes at a time (:mod:`~migscope.analyzer.sources.remote_stats`),
-so the analyzer reads small results however long the window. The window ends now unless
-``--end`` says otherwise, and lies on the step grid the server evaluates.
+by the server a chunk of nodes at a time, a few chunks at once
+(:mod:`~migscope.analyzer.sources.remote_stats`), so the analyzer reads small results however
+long the window. The window ends now unless ``--end`` says otherwise, and lies on the step
+grid the server evaluates. ``--stats`` picks the exact or the fast statistics (the same
+numbers at another cost, :mod:`~migscope.analyzer.sources.remote_stats.modes`).
+
+Distributed engines: a Thanos querier's ``partial_response`` and ``max_source_resolution``,
+VictoriaMetrics' ``nocache``, Mimir's and Cortex's tenants reach the server as query
+parameters of the URL (``?partial_response=true``) and headers; the server's warnings (a store
+that did not answer) and a ``max_source_resolution`` other than raw become report notes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.sources.base import Origin, Slices, SourceError, Window, window_ending
@@ -20,15 +27,39 @@ from migscope.analyzer.sources.remote_stats import (
     remote_slice_stats,
     snap_window,
 )
+from migscope.analyzer.sources.remote_stats.concurrency import DEFAULT_WORKERS
 from migscope.analyzer.sources.remote_stats.gpus import remote_gpu_facts
 from migscope.analyzer.sources.remote_stats.queries import Queries
+from migscope.analyzer.sources.remote_stats.result import StatsMode
 
-__all__ = ["PrometheusSource", "server_warnings"]
+__all__ = ["PrometheusSource", "resolution_note", "server_warnings"]
+
+RAW_RESOLUTIONS = frozenset({"", "0", "0s", "0m", "0h", "raw"})
+"""``max_source_resolution`` values that mean raw data (Thanos: ``0s``, the default)."""
 
 
 def server_warnings(warnings: Sequence[str]) -> list[str]:
     """The server's warnings (Thanos-like stores on partial data) as report notes."""
     return [f"the server warned, so statistics may rest on partial data: {w}" for w in warnings]
+
+
+def resolution_note(params: Mapping[str, str]) -> str | None:
+    """A report note when the URL lets a Thanos querier answer from downsampled data.
+
+    Why: Thanos keeps 5-minute and 1-hour downsampled blocks beside the raw ones, and
+    ``max_source_resolution`` (``5m``, ``1h``, ``auto``) lets it read them where the raw
+    samples are gone or the query is long. Their counts and extremes are per 5 minutes or per
+    hour, not per sample: coverage, quantiles and allocation are then approximations at that
+    resolution, and the report must say so. Thanos does not say which resolution it read.
+    """
+    value = params.get("max_source_resolution", "").strip()
+    if value.lower() in RAW_RESOLUTIONS:
+        return None
+    return (
+        f"the server was allowed to answer from data downsampled to {value} "
+        "(Thanos max_source_resolution): where it did, step counts and quantiles are at that "
+        "resolution, not per sample; use max_source_resolution=0s for raw data"
+    )
 
 
 class PrometheusSource:
@@ -38,13 +69,25 @@ class PrometheusSource:
         client: The server's client; entered and closed with the source.
         origin: Where the data came from, when the server only replays another source's
             (the embedded Prometheus); the server's URL otherwise.
+        stats: ``exact``, ``fast`` or ``auto`` (``--stats``; see
+            :mod:`~migscope.analyzer.sources.remote_stats.modes`).
+        workers: Chunks of nodes queried at once.
     """
 
     simulated = False
 
-    def __init__(self, client: PrometheusClient, *, origin: Origin | None = None) -> None:
+    def __init__(
+        self,
+        client: PrometheusClient,
+        *,
+        origin: Origin | None = None,
+        stats: StatsMode = "auto",
+        workers: int = DEFAULT_WORKERS,
+    ) -> None:
         self.client = client
         self._origin = origin
+        self._stats: StatsMode = stats
+        self._workers = workers
         self._run: RemoteSliceStats | None = None
         self._step_s = 0.0
 
@@ -64,7 +107,14 @@ class PrometheusSource:
 
     def slices(self, window: Window, step_s: float) -> Slices:
         """Every slice's statistics, evaluated by the server a chunk of nodes at a time."""
-        self._run = remote_slice_stats(self.client, start=window[0], end=window[1], step=step_s)
+        self._run = remote_slice_stats(
+            self.client,
+            start=window[0],
+            end=window[1],
+            step=step_s,
+            stats=self._stats,
+            workers=self._workers,
+        )
         self._step_s = step_s
         return self._run
 
@@ -72,12 +122,20 @@ class PrometheusSource:
         """Each GPU of the window's nodes: model, driver, the profile table it published."""
         if self._run is None:
             return []
-        return remote_gpu_facts(Queries(self.client, self._run, step=self._step_s, period=None))
+        queries = Queries(self.client, self._run, step=self._step_s, period=None)
+        facts = remote_gpu_facts(queries)
+        self._run.merge(queries.ledger)
+        return facts
 
     def notes(self) -> Sequence[str]:
-        """What the statistics could not see, and the server's partial-data warnings."""
+        """What the statistics could not see, the server's partial-data warnings, resolution."""
         found = list(self._run.notes) if self._run is not None else []
-        return [*found, *server_warnings(self.client.warnings)]
+        resolution = resolution_note(self.client.params)
+        return [
+            *found,
+            *server_warnings(self.client.warnings),
+            *([resolution] if resolution is not None else []),
+        ]
 
     def __enter__(self) -> PrometheusSource:
         self.client.__enter__()

@@ -176,6 +176,15 @@ class PrometheusClient:
         return str(self._transport.base)
 
     @property
+    def params(self) -> dict[str, str]:
+        """The query parameters sent with every request: the URL's query string and ``params``.
+
+        The source reads Thanos's ``max_source_resolution`` from them, to say in the report
+        that downsampled data may have been read.
+        """
+        return self._transport.params
+
+    @property
     def usage(self) -> ClientUsage:
         """A copy of the running totals over all calls so far."""
         return self._tally.snapshot()

@@ -199,6 +199,11 @@ class ApiTransport:
         self._stats = stats
         self._sleep = sleep
 
+    @property
+    def params(self) -> dict[str, str]:
+        """The query parameters sent with every request (a copy)."""
+        return dict(self._params)
+
     def url(self, path: str) -> str:
         """The URL of ``path`` under the base, as messages show it."""
         return redact(self.base.join(path))

@@ -7,23 +7,34 @@ only one chunk of nodes' results is held at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 
 from migscope.analyzer.dialect import DEFAULT_NODE, Dialect
+from migscope.analyzer.model import SliceStats
 from migscope.analyzer.sources.prometheus import PrometheusClient
+from migscope.analyzer.sources.remote_stats.cells import Grid
+from migscope.analyzer.sources.remote_stats.concurrency import DEFAULT_WORKERS, ordered_map
 from migscope.analyzer.sources.remote_stats.discovery import (
     dcgm_names,
     detect_remote_dialect,
     detect_semantics,
     find_nodes,
 )
+from migscope.analyzer.sources.remote_stats.fast import fast_chunk_stats
+from migscope.analyzer.sources.remote_stats.modes import choose_mode
 from migscope.analyzer.sources.remote_stats.queries import Queries
-from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
+from migscope.analyzer.sources.remote_stats.result import Ledger, RemoteSliceStats, StatsMode
 from migscope.analyzer.sources.remote_stats.statistics import chunk_stats
 from migscope.analyzer.sources.remote_stats.window import snap_window
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, HOURLY_PERIOD_SECONDS, RangeSemantics
 
-__all__ = ["remote_slice_stats"]
+__all__ = ["MAX_CHUNK_NODES", "remote_slice_stats"]
+
+MAX_CHUNK_NODES: dict[StatsMode, int] = {"exact": 50, "fast": 10, "auto": 10}
+"""The most nodes a chunk holds when ``chunk_nodes`` is not given. The exact path's answers
+are one number per slice and field, so 50 nodes (2,800 slices of HGX H200 nodes) make small
+answers; the fast path's per-cell reads return ``cells`` points per series, so its chunks
+are smaller (10 HGX nodes and a week of hours: about 560 slices, 10 MB of JSON a read)."""
 
 
 def remote_slice_stats(
@@ -34,15 +45,18 @@ def remote_slice_stats(
     step: float = DEFAULT_STEP_SECONDS,
     dialect: Dialect | None = None,
     nodes: Iterable[str] | None = None,
-    chunk_nodes: int = 50,
+    chunk_nodes: int | None = None,
     semantics: RangeSemantics | None = None,
     period: float | None = HOURLY_PERIOD_SECONDS,
+    stats: StatsMode = "auto",
+    workers: int = DEFAULT_WORKERS,
 ) -> RemoteSliceStats:
     """Every slice's window statistics, evaluated by the server, a chunk of nodes at a time.
 
     The dialect, the node label and the node list are read at once (so a wrong server fails
     here, not at the first ``next()``); the statistics are queried lazily, one chunk of
-    ``chunk_nodes`` nodes per round of queries, and only that chunk's results are held.
+    ``chunk_nodes`` nodes per round of queries, ``workers`` chunks at once
+    (:mod:`.concurrency`), and only those chunks' results are held.
 
     Args:
         client: The server.
@@ -51,12 +65,17 @@ def remote_slice_stats(
         step: Step interval for coverage, allocation and per-interval values, seconds.
         dialect: Force a dialect instead of detecting it.
         nodes: Only these nodes (matched literally); all nodes when None.
-        chunk_nodes: Nodes per round of queries: bounds each query's series count.
+        chunk_nodes: Nodes per round of queries: bounds each query's series count. None:
+            enough chunks to keep ``workers`` busy, at most :data:`MAX_CHUNK_NODES` nodes each
+            for the path taken.
         semantics: The engine's window semantics; detected from its build info when None.
         period: Bucket length of :attr:`SliceStats.hourly`, computed with two range queries
             per chunk when the snapped window allows it (see
             :func:`~migscope.analyzer.stats.hourly_buckets`: snap the window to ``period``
             first); None: no buckets.
+        stats: ``exact``, ``fast`` or ``auto`` (:mod:`.modes`): the same numbers, at a
+            different cost; :attr:`RemoteSliceStats.stats` says which was taken.
+        workers: Chunks evaluated at once (1: one after the other).
 
     Returns:
         An iterator of :class:`SliceStats` that also carries the server's evaluation time.
@@ -64,10 +83,12 @@ def remote_slice_stats(
     Raises:
         NoMigSeriesError: the server holds no MIG series of either dialect in the window.
         PrometheusError: the server is unreachable or rejects a query.
-        ValueError: a bad window, step or chunk size.
+        ValueError: a bad window, step, chunk size, mode or worker count.
     """
-    if chunk_nodes < 1:
+    if chunk_nodes is not None and chunk_nodes < 1:
         raise ValueError(f"chunk_nodes must be at least 1, got {chunk_nodes}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
     start, end = snap_window(start, end, step)
     chosen = detect_remote_dialect(client, start=start, end=end) if dialect is None else dialect
     engine = detect_semantics(client) if semantics is None else semantics
@@ -89,6 +110,30 @@ def remote_slice_stats(
         server=client.base_url,
     )
     query = Queries(client, run, step=step, period=period)
-    chunks = [run.nodes[i : i + chunk_nodes] for i in range(0, len(run.nodes), chunk_nodes)]
-    run._items = (stats for chunk in chunks for stats in chunk_stats(query, chunk))
+    grid = (
+        Grid.of(start, end, step, period)
+        if period is not None and query.buckets
+        else Grid.of(start, end, step, HOURLY_PERIOD_SECONDS)
+    )
+    counting = query.for_chunk()
+    mode, note = choose_mode(stats, counting, run.nodes, grid)
+    run.merge(counting.ledger)
+    if note is not None:
+        run.found.append(f"{client.base_url}: {note}")
+    run.stats, run.workers = mode, workers
+    size = chunk_nodes or max(1, min(MAX_CHUNK_NODES[mode], -(-len(run.nodes) // workers)))
+    chunks = [run.nodes[i : i + size] for i in range(0, len(run.nodes), size)]
+
+    def evaluate(chunk: Sequence[str]) -> tuple[list[SliceStats], Ledger]:
+        q = query.for_chunk()
+        if mode == "fast" and grid is not None:
+            return fast_chunk_stats(q, chunk, grid), q.ledger
+        return list(chunk_stats(q, chunk)), q.ledger
+
+    def items() -> Iterator[SliceStats]:
+        for found, ledger in ordered_map(evaluate, chunks, workers):
+            run.merge(ledger)
+            yield from found
+
+    run._items = items()
     return run

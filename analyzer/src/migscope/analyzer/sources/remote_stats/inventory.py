@@ -12,7 +12,6 @@ import math
 from collections.abc import Mapping, Sequence
 
 from migscope.analyzer.dialect import (
-    DCGM_ACTIVITY,
     DEFAULT_NODE,
     GPU_INFO,
     MIG_INFO,
@@ -24,23 +23,39 @@ from migscope.analyzer.dialect import (
     gpu_uuid_of,
     migscope_slice_info,
     profile_bytes,
-    quantity_names,
 )
 from migscope.analyzer.model import SliceInfo
 from migscope.analyzer.sources.prometheus import Sample
-from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, VALID, Queries
+from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, VALID, Queries, Values
 from migscope.analyzer.stats.quality import Kind, usable_total
 from migscope.core.catalogue import GpuModel, model_for_name
 
-__all__ = ["Inventory", "dcgm_inventory", "migscope_inventory", "slice_inventory", "slice_order"]
+__all__ = [
+    "Inventory",
+    "dcgm_inventory",
+    "dcgm_totals",
+    "migscope_inventory",
+    "slice_inventory",
+    "slice_order",
+]
 
 Inventory = dict[SliceId, tuple[SliceInfo, float | None]]
 """Per slice: what it is, and its memory total in bytes (None when unknown)."""
 
 
-def slice_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
-    """The slices of ``nodes`` in the window, by the run's dialect."""
-    return migscope_inventory(q, nodes) if q.migscope else dcgm_inventory(q, nodes)
+def slice_inventory(
+    q: Queries, nodes: Sequence[str], *, totals: Mapping[SliceId, float] | None = None
+) -> Inventory:
+    """The slices of ``nodes`` in the window, by the run's dialect.
+
+    Args:
+        q: The chunk's queries.
+        nodes: The chunk.
+        totals: dcgm-exporter's measured memory totals, when the caller has them (the fast
+            path reads them per series, :mod:`.fast`); queried with :func:`dcgm_totals`
+            otherwise. Unused for migscope's series.
+    """
+    return migscope_inventory(q, nodes) if q.migscope else dcgm_inventory(q, nodes, totals)
 
 
 def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
@@ -78,45 +93,21 @@ def _total(
     gpu = float(model.memory_total_bytes) if model is not None else None
     if usable_total(measured, gpu_bytes=gpu):
         return measured
-    q.run.quality.add(Kind.TOTAL_IGNORED, ident)
+    q.ledger.quality.add(Kind.TOTAL_IGNORED, ident)
     return profile_bytes(model, profile)
 
 
-def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
+def dcgm_inventory(
+    q: Queries, nodes: Sequence[str], totals: Mapping[SliceId, float] | None = None
+) -> Inventory:
     """dcgm-exporter: the slices with activity, framebuffer or presence series in the window.
 
-    Memory total is ``FB_USED + FB_FREE`` in the last step interval that has both (each
-    quantity's spellings and generations merged first, ``max without ()``, so that two
-    names of one quantity do not make the addition many-to-many; all in bytes), else
-    ``FB_CAPACITY_BYTES`` in the last interval that has it (dcgm-exporter 4.9+), else the
-    catalogue's profile size: the order the file reader takes them in.
-    Slices seen only in the presence family have no samples: they come out ``unknown``.
+    Memory total: see :func:`dcgm_totals` (or ``totals``, when given), else the catalogue's
+    profile size. Slices seen only in the presence family have no samples: they come out
+    ``unknown``.
     """
-
-    def per_interval(metrics: Sequence[str], valid: str = "") -> str:
-        parts = " or ".join(
-            f"({q.in_base_units(q.over('last_over_time', m, nodes, q.interval), m)}"
-            f"{' ' + valid if valid else ''})"
-            for m in metrics
-        )
-        return f"max without () ({parts})"
-
-    # The last step interval in which both were seen, as the embedded source takes the
-    # last time both were sampled: a slice whose pod (and so series) changed keeps the
-    # newest total, not the largest of its series'.
-    # FB_USED that the rules drop (negative, infinite) makes no total, as in the file reader.
-    # One sum per generation of names, newer first (see Queries.per_interval): a 4.9
-    # series does not match a 4.8 one label for label, so ``or`` prefers per slice.
-    sums = [
-        f"(max {q.by} ({per_interval(used, VALID)} + {per_interval(free)}) >= 0)"
-        for used, free in _pairs(q.generations(q.memory), q.generations(q.free))
-    ]
-    both = sums[0] if len(sums) == 1 else f"({' or '.join(sums)})"
-    total = f"last_over_time({both}[{q.value_range}:{q.step}])"
-    if q.capacity:
-        capacity = f"(max {q.by} ({per_interval(q.capacity, '>= 0')}))"
-        total = f"{total} or last_over_time({capacity}[{q.value_range}:{q.step}])"
-    totals = q.values(total)
+    if totals is None:
+        totals = dcgm_totals(q, nodes)
     labels_by = dict.fromkeys((*q.key_labels, "modelName"))
     by = "by (" + ", ".join(labels_by) + ")"
     measured = q.last([*q.activity, *q.memory, *q.free, *q.capacity], nodes)
@@ -142,14 +133,44 @@ def dcgm_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
             ),
             _total(q, ident, totals.get(ident), model, profile),
         )
-    if only_listed:
-        q.run.found.append(
-            f"{q.client.base_url}: {only_listed} GPU instance(s) appear only in "
-            f"{', '.join(q.presence)}, with no {quantity_names(DCGM_ACTIVITY, q.activity)} or "
-            "framebuffer series: "
-            "reported unknown, their GPUs kept as they are"
-        )
+    if q.only is None:  # a restricted re-read: the chunk's own counted them
+        q.ledger.presence_only += only_listed
     return out
+
+
+def dcgm_totals(q: Queries, nodes: Sequence[str]) -> Values:
+    """dcgm-exporter's measured memory total per slice, in bytes.
+
+    ``FB_USED + FB_FREE`` in the last step interval that has both (each quantity's spellings
+    and generations merged first, ``max without ()``, so that two names of one quantity do
+    not make the addition many-to-many), else ``FB_CAPACITY_BYTES`` in the last interval that
+    has it (dcgm-exporter 4.9+): the order the file reader takes them in.
+    """
+
+    def per_interval(metrics: Sequence[str], valid: str = "") -> str:
+        parts = " or ".join(
+            f"({q.in_base_units(q.over('last_over_time', m, nodes, q.interval), m)}"
+            f"{' ' + valid if valid else ''})"
+            for m in metrics
+        )
+        return f"max without () ({parts})"
+
+    # The last step interval in which both were seen, as the embedded source takes the
+    # last time both were sampled: a slice whose pod (and so series) changed keeps the
+    # newest total, not the largest of its series'.
+    # FB_USED that the rules drop (negative, infinite) makes no total, as in the file reader.
+    # One sum per generation of names, newer first (see Queries.per_interval): a 4.9
+    # series does not match a 4.8 one label for label, so ``or`` prefers per slice.
+    sums = [
+        f"(max {q.by} ({per_interval(used, VALID)} + {per_interval(free)}) >= 0)"
+        for used, free in _pairs(q.generations(q.memory), q.generations(q.free))
+    ]
+    both = sums[0] if len(sums) == 1 else f"({' or '.join(sums)})"
+    total = f"last_over_time({both}[{q.value_range}:{q.step}])"
+    if q.capacity:
+        capacity = f"(max {q.by} ({per_interval(q.capacity, '>= 0')}))"
+        total = f"{total} or last_over_time({capacity}[{q.value_range}:{q.step}])"
+    return q.values(total)
 
 
 def _pairs(

@@ -13,13 +13,14 @@ counter with a negative or infinite sample in the window has no increase.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Container, Mapping, Sequence
 
 from migscope.analyzer.dialect import SliceId, unit_scale
 from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.stats.quality import ACTIVITY_CEILING, Kind
 
-__all__ = ["QUALITY_LABEL", "count_bad_samples", "suspects"]
+__all__ = ["QUALITY_LABEL", "bad_values", "count_bad_samples", "suspects"]
 
 QUALITY_LABEL = "migscope_quality"
 """The label that tells the parts of a quality query apart (``label_replace``)."""
@@ -31,7 +32,9 @@ def _tagged(expr: str, tag: str) -> str:
     return f'label_replace({expr}, "{QUALITY_LABEL}", "{tag}", "", "")'
 
 
-def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[str, set[SliceId]]:
+def suspects(
+    q: Queries, nodes: Sequence[str], energy: Sequence[str], *, measured: bool = True
+) -> dict[str, set[SliceId]]:
     """Per family (``activity``, ``memory``, ``energy``), the slices with a bad sample.
 
     Bad: below zero or infinite, and for activity above 1. Exact over every raw sample in
@@ -41,6 +44,8 @@ def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[st
         q: The run's queries.
         nodes: The chunk.
         energy: The energy counters' names (none for dcgm-exporter).
+        measured: Check activity and memory too (the fast path reads their extremes per
+            series itself, :func:`bad_values`).
     """
     parts: list[str] = []
 
@@ -52,10 +57,13 @@ def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[st
             parts.append(_tagged(f"(min {q.by} ({low}) < 0)", tag))
             parts.append(_tagged(f"(max {q.by} ({top}) {high})", tag))
 
-    check(ACTIVITY, q.activity, f"> {ACTIVITY_CEILING:g}")
-    check(MEMORY, q.memory, "== Inf")
+    if measured:
+        check(ACTIVITY, q.activity, f"> {ACTIVITY_CEILING:g}")
+        check(MEMORY, q.memory, "== Inf")
     check(ENERGY, energy, "== Inf")
     found: dict[str, set[SliceId]] = {}
+    if not parts:
+        return found
     for sample in q.ask(" or ".join(parts)):
         key = q.key(sample.labels)
         if key is not None:
@@ -63,16 +71,29 @@ def suspects(q: Queries, nodes: Sequence[str], energy: Sequence[str]) -> dict[st
     return found
 
 
+def bad_values(family: str, low: float | None, high: float | None) -> bool:
+    """Whether a series' extremes break :func:`suspects`'s rule for ``family``.
+
+    ``low`` and ``high`` are its ``min_over_time`` and ``max_over_time`` (None: no sample).
+    """
+    if low is not None and low < 0:
+        return True
+    if high is None:
+        return False
+    return high > ACTIVITY_CEILING if family == ACTIVITY else high == math.inf
+
+
 def count_bad_samples(
     q: Queries,
     nodes: Sequence[str],
     found: Mapping[str, set[SliceId]],
     above: Mapping[SliceId, float],
+    wanted: Container[SliceId] | None = None,
 ) -> None:
     """Count, per slice and kind, the step intervals whose last sample broke a rule.
 
     One query, only when :func:`suspects` found something or a slice's memory peak is above
-    its total; the counts go to ``q.run.quality``. Energy is counted in slices only (a
+    its total; the counts go to ``q.ledger.quality``. Energy is counted in slices only (a
     counter's bad samples make its whole window's increase unknown).
 
     Args:
@@ -81,9 +102,11 @@ def count_bad_samples(
         found: What :func:`suspects` returned.
         above: Slices whose memory peak exceeds their total, with the total (bytes); each
             memory series is compared in its own unit (:func:`unit_scale`).
+        wanted: Count only these slices (a restricted ``q`` may read a few more).
     """
     for bad in found.get(ENERGY, ()):
-        q.run.quality.add(Kind.ENERGY_UNKNOWN, bad)
+        if wanted is None or bad in wanted:
+            q.ledger.quality.add(Kind.ENERGY_UNKNOWN, bad)
     parts: list[str] = []
 
     def counted(tag: str, metrics: Sequence[str], condition: str | Callable[[str], str]) -> None:
@@ -113,9 +136,9 @@ def count_bad_samples(
     for sample in q.ask(" or ".join(parts)):
         key = q.key(sample.labels)
         tag = sample.labels.get(QUALITY_LABEL, "")
-        if key is None or not sample.value:
+        if key is None or not sample.value or (wanted is not None and key not in wanted):
             continue
         kind, _, index = tag.partition(":")
         if index and above.get(key) != totals[int(index)]:
             continue  # counted against another slice's total
-        q.run.quality.add(Kind(kind), key, int(sample.value))
+        q.ledger.quality.add(Kind(kind), key, int(sample.value))

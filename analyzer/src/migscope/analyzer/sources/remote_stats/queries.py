@@ -8,8 +8,10 @@ inventory (:mod:`.inventory`) and the statistics (:mod:`.statistics`) both build
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 from migscope.analyzer.dialect import (
@@ -27,12 +29,12 @@ from migscope.analyzer.dialect import (
     unit_scale,
 )
 from migscope.analyzer.model import HourlyUse, SliceKey
-from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample
+from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample, Series
 from migscope.analyzer.sources.promql import Matcher, duration, selector
-from migscope.analyzer.sources.remote_stats.result import RemoteSliceStats
+from migscope.analyzer.sources.remote_stats.result import Ledger, RemoteSliceStats
 from migscope.analyzer.stats import hourly_buckets
 
-__all__ = ["NON_EMPTY", "VALID", "Queries", "Values"]
+__all__ = ["NON_EMPTY", "VALID", "Queries", "Restriction", "Values"]
 
 NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 """The matcher "the label is set"."""
@@ -40,8 +42,16 @@ NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 VALID = ">= 0 < Inf"
 """The filter that keeps a value the statistics may use: not NaN, not negative, finite."""
 
+MAX_QUERY_CHARS = 12_000
+"""The longest query the fast path sends when it joins parts with ``or``: VictoriaMetrics
+refuses queries longer than 16 KiB by default (``-search.maxQueryLen=16384``)."""
+
 Values: TypeAlias = dict[SliceId, float]
 """One number per slice: what an aggregation by the slice's key labels returns."""
+
+Restriction: TypeAlias = tuple[str | None, dict[str, list[str]]]
+"""One node (None without a node label) and the label values its selectors must have: the
+GPU indices and GPU-instance ids of the slices a restricted :class:`Queries` reads."""
 
 
 class Queries:
@@ -49,16 +59,27 @@ class Queries:
 
     Args:
         client: The server.
-        run: The run the queries are accounted to (window, dialect, node label, names).
+        run: The run (window, dialect, node label, names).
         step: Step interval, seconds.
         period: Bucket length of the hourly use, seconds, or None for none.
+        ledger: Where the queries' cost and findings go (a new one when None): one per chunk,
+            merged into ``run`` when the chunk is consumed (:meth:`RemoteSliceStats.merge`).
     """
 
     def __init__(
-        self, client: PrometheusClient, run: RemoteSliceStats, *, step: float, period: float | None
+        self,
+        client: PrometheusClient,
+        run: RemoteSliceStats,
+        *,
+        step: float,
+        period: float | None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.client = client
         self.run = run
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.only: tuple[Restriction, ...] | None = None
+        self.closed = run.semantics == "prometheus2"
         self.step_ms = round(step * 1000)
         self.window_ms = round((run.window_end - run.window_start) * 1000)
         closed = run.semantics == "prometheus2"
@@ -90,6 +111,7 @@ class Queries:
         else:
             self.key_labels = ("gpu", "UUID", "uuid", "GPU_I_ID", *node, "GPU_I_PROFILE")
         self.by = "by (" + ", ".join(self.key_labels) + ")"
+        self.gi_label = "gpu_instance_id" if self.migscope else "GPU_I_ID"
         names = run.names
 
         def spelled(family: str) -> list[str]:
@@ -104,8 +126,46 @@ class Queries:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def over(self, fn: str, metric: str, nodes: Sequence[str], span: str, **extra: Matcher) -> str:
-        """``fn(metric[span])`` over the series of ``nodes``, whichever label names their node.
+    def for_chunk(self, ledger: Ledger | None = None) -> Queries:
+        """The same queries with a ledger of their own (one per chunk, see :class:`Ledger`)."""
+        other = copy.copy(self)
+        other.ledger = ledger if ledger is not None else Ledger()
+        return other
+
+    def restricted(self, slices: Iterable[SliceId]) -> Queries:
+        """The same queries, reading only the series of ``slices`` (and their GPU's namesakes).
+
+        Each selector is narrowed to one node, its GPU indices and its GPU-instance ids, and
+        the nodes' parts are joined with ``or``: a few selectors, not one per slice. Within a
+        node the indices and ids combine freely, so a slice of another GPU whose id is listed
+        may be read too; callers keep only the slices they asked for. The ledger is shared.
+        """
+        wanted: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        for key, _ in slices:
+            picked = wanted[key.node]
+            picked["gpu"].add(str(key.gpu))
+            # "" too: the GPU's own series (migscope_gpu_info) have no GPU-instance id.
+            picked[self.gi_label].update(("", str(key.gpu_instance_id)))
+        other = copy.copy(self)
+        labelled = self.run.node_label is not None
+        other.only = tuple(
+            (node if labelled else None, {k: sorted(v) for k, v in picked.items()})
+            for node, picked in sorted(wanted.items())
+        )
+        return other
+
+    def over(
+        self,
+        fn: str,
+        metric: str,
+        nodes: Sequence[str],
+        span: str,
+        arg: str | None = None,
+        at: float | None = None,
+        /,
+        **extra: Matcher,
+    ) -> str:
+        """``fn([arg, ]metric[span])`` over the series of ``nodes``, whichever label names them.
 
         Every series when there is no node label. With one, one selector. Where later labels
         of :data:`~migscope.analyzer.dialect.NODE_LABELS` name the node of series that lack
@@ -115,19 +175,43 @@ class Queries:
         the series without the labels before it, its result given the first label with
         ``label_replace``: every series then names its node by the first label, as the
         file reader's :func:`~migscope.analyzer.dialect.node_of` reads it.
+
+        A restricted instance (:meth:`restricted`) reads its own nodes and slices instead of
+        ``nodes``, one part per node. ``at`` evaluates the range at that time (``@``).
         """
-        if self.run.node_label is None:
-            return f"{fn}({selector(metric, **extra)}[{span}])"
+        groups: Sequence[tuple[Sequence[str] | None, Mapping[str, Matcher | list[str]]]] = (
+            [(None if node is None else [node], picked) for node, picked in self.only]
+            if self.only is not None
+            else [(nodes, {})]
+        )
+        parts: list[str] = []
+        for group_nodes, picked in groups:
+            ranged = f"[{span}]" if at is None else f"[{span}] @ {at:.3f}"
+            parts += self._over_nodes(fn, metric, group_nodes, ranged, arg, {**extra, **picked})
+        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+
+    def _over_nodes(
+        self,
+        fn: str,
+        metric: str,
+        nodes: Sequence[str] | None,
+        ranged: str,
+        arg: str | None,
+        extra: Mapping[str, Matcher | list[str]],
+    ) -> list[str]:
+        head = f"{fn}({arg}, " if arg is not None else f"{fn}("
+        if self.run.node_label is None or nodes is None:
+            return [f"{head}{selector(metric, **extra)}{ranged})"]
         first, wanted = self.run.node_label, list(nodes)
-        parts = [f"{fn}({selector(metric, **{first: wanted}, **extra)}[{span}])"]
-        absent: dict[str, str] = {first: ""}
+        parts = [f"{head}{selector(metric, **{**extra, first: wanted})}{ranged})"]
+        absent: dict[str, Matcher | str | list[str]] = {first: ""}
         for label in self.run.node_fallbacks:
-            chosen = selector(metric, **absent, **{label: wanted}, **extra)
+            chosen = selector(metric, **{**extra, **absent, label: wanted})
             parts.append(
-                f'label_replace({fn}({chosen}[{span}]), "{first}", "$1", "{label}", "(.*)")'
+                f'label_replace({head}{chosen}{ranged}), "{first}", "$1", "{label}", "(.*)")'
             )
             absent[label] = ""
-        return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+        return parts
 
     @staticmethod
     def in_base_units(expr: str, metric: str) -> str:
@@ -145,8 +229,29 @@ class Queries:
     def ask(self, expr: str) -> QueryResult[Sample]:
         """Evaluate ``expr`` at the window's end, and account for it."""
         result = self.client.query(expr, at=self.run.window_end)
-        self.run.account(result)
+        self.ledger.account(result)
         return result
+
+    def ask_parts(self, parts: Sequence[str]) -> list[Sample]:
+        """Evaluate ``parts`` (told apart by their labels) joined with ``or``.
+
+        In as few requests as :data:`MAX_QUERY_CHARS` allows.
+        """
+        out: list[Sample] = []
+        for batch in _batches(parts):
+            out += self.ask(" or ".join(batch))
+        return out
+
+    def range_parts(
+        self, parts: Sequence[str], *, start: float, end: float, step: float
+    ) -> list[Series]:
+        """:meth:`ask_parts` as range queries from ``start`` to ``end``."""
+        out: list[Series] = []
+        for batch in _batches(parts):
+            result = self.client.query_range(" or ".join(batch), start=start, end=end, step=step)
+            self.ledger.account(result)
+            out += result
+        return out
 
     def key(self, labels: Mapping[str, str]) -> SliceId | None:
         """The slice a result's labels name, as :mod:`~migscope.analyzer.dialect` groups it."""
@@ -270,3 +375,20 @@ class Queries:
         ``increase_prometheus()`` is its Prometheus-compatible one.
         """
         return "increase_prometheus" if self.run.semantics == "victoriametrics" else "increase"
+
+
+def _batches(parts: Sequence[str]) -> list[list[str]]:
+    """``parts`` in order, packed into lists whose ``or`` stays under :data:`MAX_QUERY_CHARS`.
+
+    A part longer than that alone is sent alone (the server says whether it takes it).
+    """
+    out: list[list[str]] = []
+    size = 0
+    for part in parts:
+        if out and size + 4 + len(part) <= MAX_QUERY_CHARS:
+            out[-1].append(part)
+            size += 4 + len(part)
+        else:
+            out.append([part])
+            size = len(part)
+    return out

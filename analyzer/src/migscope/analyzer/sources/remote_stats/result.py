@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
 from migscope.analyzer.dialect import (
     DCGM_ACTIVITY,
@@ -28,7 +29,61 @@ from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
 from migscope.analyzer.stats import RangeSemantics
 from migscope.analyzer.stats.quality import Kind, QualityCounts
 
-__all__ = ["RemoteSliceStats"]
+__all__ = ["Ledger", "RemoteSliceStats", "StatsMode"]
+
+StatsMode: TypeAlias = Literal["exact", "fast", "auto"]
+"""How the statistics are computed (:mod:`.modes`): ``exact`` evaluates every field as one
+PromQL aggregation per slice over ``[W:step]`` subqueries; ``fast`` reads each series in few
+raw passes and combines them per slice in Python, the exact queries kept for the slices that
+need them; ``auto`` picks by the fleet's size."""
+
+
+@dataclass
+class Ledger:
+    """What one chunk's queries cost and found, kept apart until the chunk is consumed.
+
+    Why: chunks are evaluated on worker threads (:mod:`.concurrency`); each writes to its own
+    ledger, and :meth:`RemoteSliceStats.merge` adds it to the run in chunk order, so that the
+    totals need no lock and the notes come out in the same order whatever the concurrency.
+
+    Attributes:
+        queries: Requests sent (instant and range queries).
+        server_eval_seconds: Sum of the server's ``evalTotalTime``, None once one reports none.
+        queryable_samples: Sum of ``totalQueryableSamples``, None once one reports none.
+        quality: The numbers out of range found (:mod:`.quality`).
+        found: Sentences worth a report note.
+        presence_only: GPU instances seen only in dcgm-exporter's presence family (one
+            note for the run, :attr:`RemoteSliceStats.notes`).
+        fast_slices: Slices whose statistics came from the per-series reads.
+        exact_slices: Slices computed with the exact queries (restricted to them, on the
+            fast path; all of them on the exact path).
+    """
+
+    queries: int = 0
+    server_eval_seconds: float | None = 0.0
+    queryable_samples: int | None = 0
+    quality: QualityCounts = field(default_factory=QualityCounts)
+    found: list[str] = field(default_factory=list)
+    presence_only: int = 0
+    fast_slices: int = 0
+    exact_slices: int = 0
+
+    def account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
+        """Count one query and add the server's reported cost (None once one reports none)."""
+        self.queries += 1
+        stats = result.stats
+        evaluated = stats.eval_total_time if stats is not None else None
+        samples = stats.total_queryable_samples if stats is not None else None
+        self.server_eval_seconds = (
+            None
+            if evaluated is None or self.server_eval_seconds is None
+            else self.server_eval_seconds + evaluated
+        )
+        self.queryable_samples = (
+            None
+            if samples is None or self.queryable_samples is None
+            else self.queryable_samples + samples
+        )
 
 
 @dataclass
@@ -49,7 +104,14 @@ class RemoteSliceStats(Iterator[SliceStats]):
             while a fleet upgrades dcgm-exporter past 4.8.2); the queries read their series
             as if ``node_label`` were set (:meth:`Queries.over`).
         nodes: The nodes, in processing order.
-        queries: Instant queries sent so far.
+        stats: How the statistics are computed: ``"exact"`` or ``"fast"`` (``"auto"``
+            resolved, see :mod:`.modes`).
+        workers: Chunks evaluated at once (1: one after the other).
+        queries: Queries sent so far (instant and range).
+        fast_slices: Slices whose statistics came from per-series reads (fast path).
+        exact_slices: Slices computed with the exact queries: every slice on the exact path,
+            on the fast path the ones its reads could not settle (several series of one
+            quantity, NaN or out-of-range samples, more than one sample per step).
         server_eval_seconds: Sum of the server's ``evalTotalTime`` over those queries, or
             None when the server reports no timings (VictoriaMetrics): the PromQL time the
             benchmark compares the analyzer's wall time with.
@@ -59,8 +121,10 @@ class RemoteSliceStats(Iterator[SliceStats]):
             them (dcgm-exporter's families in any letter case; ``presence`` is the family
             that lists GPU instances without activity or framebuffer series, if any).
         server: The server's URL, as the notes name it.
-        found: One sentence per thing worth a report note (slices seen only through the
-            presence family), filled in as chunks are evaluated.
+        found: One sentence per thing worth a report note, filled in as chunks are
+            evaluated.
+        presence_only: GPU instances seen only through dcgm-exporter's presence family,
+            counted over the chunks (one note says how many).
         quality: The numbers out of range, per kind, summed over the chunks evaluated
             (:mod:`.quality`); :attr:`notes` says them once per kind.
     """
@@ -76,7 +140,12 @@ class RemoteSliceStats(Iterator[SliceStats]):
     server: str = ""
     found: list[str] = field(default_factory=list)
     quality: QualityCounts = field(default_factory=QualityCounts)
+    presence_only: int = 0
+    stats: StatsMode = "exact"
+    workers: int = 1
     queries: int = 0
+    fast_slices: int = 0
+    exact_slices: int = 0
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
     wall_seconds: float = 0.0
@@ -88,7 +157,16 @@ class RemoteSliceStats(Iterator[SliceStats]):
 
         Read it after the iteration: the chunks add to it as they are evaluated.
         """
-        return [*self.found, *self.quality.notes(self.server, self._metric_names())]
+        listed = []
+        if self.presence_only:
+            presence = ", ".join(self.names.get("presence", ()))
+            activity = quantity_names(DCGM_ACTIVITY, self.names.get(DCGM_ACTIVITY, ()))
+            listed.append(
+                f"{self.server}: {self.presence_only} GPU instance(s) appear only in "
+                f"{presence}, with no {activity} or framebuffer series: "
+                "reported unknown, their GPUs kept as they are"
+            )
+        return [*listed, *self.found, *self.quality.notes(self.server, self._metric_names())]
 
     def _metric_names(self) -> dict[Kind, str]:
         """The metric each kind of note is about, as the file readers name them."""
@@ -120,19 +198,17 @@ class RemoteSliceStats(Iterator[SliceStats]):
     def __iter__(self) -> RemoteSliceStats:
         return self
 
-    def account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
-        """Count one query and add the server's reported cost (None once one reports none)."""
-        self.queries += 1
-        stats = result.stats
-        evaluated = stats.eval_total_time if stats is not None else None
-        samples = stats.total_queryable_samples if stats is not None else None
-        self.server_eval_seconds = (
-            None
-            if evaluated is None or self.server_eval_seconds is None
-            else self.server_eval_seconds + evaluated
-        )
-        self.queryable_samples = (
-            None
-            if samples is None or self.queryable_samples is None
-            else self.queryable_samples + samples
-        )
+    def merge(self, ledger: Ledger) -> None:
+        """Add one chunk's (or the discovery's) ledger to the run's totals and notes."""
+        self.queries += ledger.queries
+        for name in ("server_eval_seconds", "queryable_samples"):
+            mine, theirs = getattr(self, name), getattr(ledger, name)
+            setattr(self, name, None if mine is None or theirs is None else mine + theirs)
+        for kind, count in ledger.quality.samples.items():
+            self.quality.samples[kind] = self.quality.samples.get(kind, 0) + count
+        for kind, slices in ledger.quality.slices.items():
+            self.quality.slices.setdefault(kind, set()).update(slices)
+        self.found.extend(ledger.found)
+        self.presence_only += ledger.presence_only
+        self.fast_slices += ledger.fast_slices
+        self.exact_slices += ledger.exact_slices

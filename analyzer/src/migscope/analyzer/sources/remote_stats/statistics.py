@@ -8,7 +8,7 @@ package docstring for how each query matches them).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from migscope.analyzer.dialect import (
     MIG_ENERGY,
@@ -19,26 +19,53 @@ from migscope.analyzer.dialect import (
     pod_of,
 )
 from migscope.analyzer.model import HourlyUse, Owner, SliceStats
-from migscope.analyzer.sources.remote_stats.inventory import slice_inventory, slice_order
+from migscope.analyzer.sources.remote_stats.inventory import (
+    Inventory,
+    slice_inventory,
+    slice_order,
+)
 from migscope.analyzer.sources.remote_stats.quality import ENERGY, count_bad_samples, suspects
 from migscope.analyzer.sources.remote_stats.queries import Queries, Values
 from migscope.analyzer.stats.quality import ACTIVITY_CEILING, cap, finite
 
-__all__ = ["chunk_stats", "hourly", "last_seen", "owners"]
+__all__ = ["chunk_stats", "hourly", "identified_chunk_stats", "last_seen", "owners"]
 
 
-def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
+def chunk_stats(
+    q: Queries,
+    nodes: Sequence[str],
+    wanted: Collection[SliceId] | None = None,
+    infos: Inventory | None = None,
+) -> Iterator[SliceStats]:
+    """The statistics of every slice on ``nodes``: :func:`identified_chunk_stats` without ids."""
+    for _, stats in identified_chunk_stats(q, nodes, wanted, infos):
+        yield stats
+
+
+def identified_chunk_stats(
+    q: Queries,
+    nodes: Sequence[str],
+    wanted: Collection[SliceId] | None = None,
+    infos: Inventory | None = None,
+) -> Iterator[tuple[SliceId, SliceStats]]:
     """The statistics of every slice on ``nodes``, in report order (see :func:`slice_order`).
 
     A fixed number of queries per chunk (about fifteen instant queries, and two range
     queries for the hourly buckets), whatever the number of slices in it; nothing beyond
     the inventory is asked when the chunk has no slice. One of them looks for numbers out
     of range (:func:`.quality.suspects`), and one more counts them when it finds some.
+
+    With ``wanted`` (and ``q`` restricted to those slices, :meth:`Queries.restricted`: the
+    fast path's slices its reads could not settle) only those are yielded and counted;
+    ``infos`` is then the chunk's inventory, already read.
     """
     migscope = q.migscope
     activity, memory = q.activity, q.memory  # in bytes and ratio (Queries.in_base_units)
     holders = [MIG_POD_INFO] if migscope else activity + memory
-    infos = slice_inventory(q, nodes)
+    if infos is None:
+        infos = slice_inventory(q, nodes)
+    if wanted is not None:
+        infos = {key: value for key, value in infos.items() if key in wanted}
     if not infos:
         return
     order = slice_order(q, infos, nodes)
@@ -80,11 +107,12 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         if total is not None and mem_peak.get(key, 0.0) > total
     }
     if found or above:
-        count_bad_samples(q, nodes, found, above)
+        count_bad_samples(q, nodes, found, above, wanted)
     expected = max(1, q.window_ms // q.step_ms)
     buckets = hourly(q, activity, held, nodes)
     newest = last_seen(q, activity + memory, nodes)
     bad_energy = found.get(ENERGY, set())
+    q.ledger.exact_slices += len(order)
     for key in order:
         info, total = infos[key]
         pods = held_by.get(key, {})
@@ -93,29 +121,34 @@ def chunk_stats(q: Queries, nodes: Sequence[str]) -> Iterator[SliceStats]:
         # know, such as the pods holding the slice.
         held_k = max(held_any.get(key, 0.0), max(pods.values(), default=0.0))
         seen_k = max(seen.get(key, 0.0), covered.get(key, 0.0), held_k)
-        yield SliceStats(
-            info=info,
-            window_start=q.run.window_start,
-            window_end=q.run.window_end,
-            samples=int(samples.get(key, 0)),
-            expected_samples=expected,
-            coverage=covered.get(key, 0.0) / expected,
-            activity_p50=act_p50.get(key),
-            activity_p95=act_p95.get(key),
-            activity_max=act_max.get(key),
-            memory_peak_bytes=cap(mem_peak.get(key), total),
-            memory_p95_bytes=cap(mem_p95.get(key), total),
-            memory_total_bytes=total,
-            allocated_fraction=held_k / seen_k if seen_k else 0.0,
-            owners=tuple(
-                sorted(
-                    (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items()) if seen_k else (),
-                    key=lambda o: (-o.fraction, o.namespace, o.pod),
-                )
+        yield (
+            key,
+            SliceStats(
+                info=info,
+                window_start=q.run.window_start,
+                window_end=q.run.window_end,
+                samples=int(samples.get(key, 0)),
+                expected_samples=expected,
+                coverage=covered.get(key, 0.0) / expected,
+                activity_p50=act_p50.get(key),
+                activity_p95=act_p95.get(key),
+                activity_max=act_max.get(key),
+                memory_peak_bytes=cap(mem_peak.get(key), total),
+                memory_p95_bytes=cap(mem_p95.get(key), total),
+                memory_total_bytes=total,
+                allocated_fraction=held_k / seen_k if seen_k else 0.0,
+                owners=tuple(
+                    sorted(
+                        (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items())
+                        if seen_k
+                        else (),
+                        key=lambda o: (-o.fraction, o.namespace, o.pod),
+                    )
+                ),
+                energy_joules=None if key in bad_energy else finite(energy.get(key)),
+                hourly=buckets.get(key, q.unused()) if q.buckets else None,
+                last_seen=newest.get(key),
             ),
-            energy_joules=None if key in bad_energy else finite(energy.get(key)),
-            hourly=buckets.get(key, q.unused()) if q.buckets else None,
-            last_seen=newest.get(key),
         )
 
 
@@ -147,7 +180,7 @@ def hourly(
 
     def ask(expr: str) -> dict[SliceId, dict[int, float]]:
         result = q.client.query_range(expr, start=first, end=end, step=period_ms / 1000.0)
-        q.run.account(result)
+        q.ledger.account(result)
         out: dict[SliceId, dict[int, float]] = {}
         for series in result:
             key = q.key(series.labels)

@@ -1,0 +1,437 @@
+"""The fast path: each slice's statistics from a few reads per series, exact where it matters.
+
+Why a module of its own: :mod:`.statistics` (the exact path) is the definition on a server,
+one aggregation per field over ``[W:step]`` subqueries; this computes the *same numbers* from
+the per-series reads of :mod:`.per_series` wherever they provably are the same, and hands the
+other slices to the exact path, restricted to them (:meth:`Queries.restricted`).
+
+A slice is settled by its reads when:
+
+* it has at most one activity series and one memory series in the statistics' range
+  (several series of one quantity, from a pod change under dcgm-exporter, a restarted
+  exporter, two name generations or letter cases, cannot be merged into one quantile);
+* none of their samples is NaN (``sum_over_time`` is NaN) or out of range
+  (:func:`.quality.suspects`): the exact path drops or clamps those per interval;
+* each holds at most one sample per step interval (its raw count equals the intervals
+  holding a sample): the exact path's per-interval values are then the raw samples, and
+  quantiles, maximum and each cell's mean over them are the exact path's, bit for bit.
+
+Counts of step intervals (samples, coverage, allocation, owners, each cell's allocation, the
+newest interval) combine any number of series exactly, through :mod:`.cells`: the exact
+path's ``count by (slice)`` per step becomes a union of each series' intervals, settled by
+the cells' counts or, for the few cells where they cannot settle it, by their bit masks.
+dcgm-exporter's memory total (``FB_USED + FB_FREE`` in the newest interval with both) is
+read the same way when one used and one free series end in the same interval; otherwise
+that slice's total comes from the exact query, restricted to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from migscope.analyzer.dialect import (
+    MIG_ENERGY,
+    MIG_POD_INFO,
+    NAMESPACE_LABELS,
+    POD_LABELS,
+    SliceId,
+    dcgm_field,
+    fields_of,
+    pod_of,
+)
+from migscope.analyzer.model import HourlyUse, Owner, SliceInfo, SliceStats
+from migscope.analyzer.sources.remote_stats.cells import Grid, Presence, Unsettled, newest, union
+from migscope.analyzer.sources.remote_stats.inventory import (
+    dcgm_totals,
+    slice_inventory,
+    slice_order,
+)
+from migscope.analyzer.sources.remote_stats.per_series import (
+    ACTIVITY,
+    CAPACITY,
+    FREE,
+    MEMORY,
+    PODS,
+    Read,
+    Reads,
+    cells,
+    masks,
+    weekly,
+)
+from migscope.analyzer.sources.remote_stats.quality import (
+    ENERGY,
+    bad_values,
+    count_bad_samples,
+    suspects,
+)
+from migscope.analyzer.sources.remote_stats.queries import Queries
+from migscope.analyzer.sources.remote_stats.statistics import identified_chunk_stats
+from migscope.analyzer.stats.quality import Kind, cap, finite
+
+__all__ = ["MAX_RESTRICTION_CHARS", "fast_chunk_stats"]
+
+MAX_RESTRICTION_CHARS = 800
+"""The longest selector (of the longest name) of one restricted exact run: its queries repeat
+it a dozen times at most, and must stay under VictoriaMetrics' 16 KiB default."""
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A settled slice's step-interval counts (see :func:`_count`).
+
+    Attributes:
+        samples: Intervals of the statistics' range with an activity or memory sample.
+        covered: Intervals of the window with one.
+        held: Intervals in which a pod held the slice.
+        seen: Intervals with either.
+        owners: Per pod, the intervals it held the slice (the largest over label spellings).
+        held_cells: Per cell, intervals held.
+        newest: The newest interval with an activity or memory sample, or None.
+    """
+
+    samples: int
+    covered: int
+    held: int
+    seen: int
+    owners: dict[tuple[str, str], int]
+    held_cells: list[int]
+    newest: int | None
+
+
+def _pods(reads: Sequence[Read], migscope: bool) -> list[Read]:
+    """The series that say a pod held the slice: pod info, or dcgm-exporter's pod labels."""
+    holders = [r for r in reads if r.family == PODS] if migscope else _measured(reads)
+    return [r for r in holders if pod_of(r.labels) is not None]
+
+
+def _measured(reads: Sequence[Read]) -> list[Read]:
+    return [r for r in reads if r.family in (ACTIVITY, MEMORY)]
+
+
+def _spelling(read: Read) -> tuple[str, ...]:
+    """The namespace and pod labels of a series, as the exact path groups owners by them."""
+    return tuple(read.labels.get(label, "") for label in (*NAMESPACE_LABELS, *POD_LABELS))
+
+
+def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
+    """Every step-interval count of one slice.
+
+    Raises:
+        Unsettled: the cells whose masks are missing (all of them, gathered).
+    """
+    per, n = grid.per, grid.cells
+    measured = [r.presence for r in _measured(reads)]
+    pods = _pods(reads, migscope)
+    held = [r.presence for r in pods]
+    spellings: dict[tuple[str, ...], list[Presence]] = defaultdict(list)
+    owner_of: dict[tuple[str, ...], tuple[str, str]] = {}
+    for read in pods:
+        spelling = _spelling(read)
+        spellings[spelling].append(read.presence)
+        owner = pod_of(read.labels)
+        assert owner is not None  # _pods kept only these
+        owner_of[spelling] = owner
+    missing: set[int] = set()
+
+    def cells_of(members: Sequence[Presence]) -> list[int]:
+        try:
+            return [int(v) for v in union(members, per, n)]
+        except Unsettled as exc:
+            missing.update(exc.cells)
+            return [0] * n
+
+    covered = cells_of(measured)
+    held_cells = cells_of(held)
+    seen = cells_of(measured + held)
+    owned = {spelling: sum(cells_of(members)) for spelling, members in spellings.items()}
+    try:
+        last = newest(measured, grid)
+    except Unsettled as exc:
+        missing.update(exc.cells)
+        last = None
+    if missing:
+        raise Unsettled(missing)
+    owners: dict[tuple[str, str], int] = {}
+    for spelling, count in owned.items():
+        owner = owner_of[spelling]
+        owners[owner] = max(owners.get(owner, 0), count)
+    extra = int(any(r.extra > 0 for r in _measured(reads)))
+    return Counted(
+        samples=sum(covered) + extra,
+        covered=sum(covered),
+        held=sum(held_cells),
+        seen=sum(seen),
+        owners=owners,
+        held_cells=held_cells,
+        newest=last,
+    )
+
+
+def _unsettled_reason(reads: Sequence[Read]) -> str | None:
+    """Why the per-series reads cannot give this slice's values, or None when they can."""
+    for family in (ACTIVITY, MEMORY):
+        mine = [r for r in reads if r.family == family]
+        if len(mine) > 1:
+            return f"{len(mine)} {family} series"
+        for read in mine:
+            low, high = read.numbers.get("min"), read.numbers.get("max")
+            if bad_values(family, low, high):
+                return f"{family} out of range"
+            if math.isnan(read.numbers.get("sum", 0.0)):
+                return f"NaN {family} samples"
+            if not read.regular:
+                return f"more than one {family} sample per step"
+    return None
+
+
+def _dcgm_total(reads: Sequence[Read], grid: Grid) -> tuple[bool, float | None]:
+    """dcgm-exporter's memory total from the reads: ``(settled, bytes or None)``.
+
+    As :func:`.inventory.dcgm_totals` computes it: used plus free in the newest interval with
+    both (used valid, the sum not negative), else the newest valid capacity. Settled only
+    when one used and one free series of one generation, with the same labels, have their
+    newest sample in the same interval, or when there is neither and at most one capacity
+    series; any doubt is for the exact query.
+
+    Raises:
+        Unsettled: the newest intervals need masks.
+    """
+    used = [r for r in reads if r.family == MEMORY]
+    free = [r for r in reads if r.family == FREE]
+    capacity = [r for r in reads if r.family == CAPACITY]
+    if used and free:
+        if len(used) != 1 or len(free) != 1:
+            return False, None
+        u, f = used[0], free[0]
+        same_generation = _generation(u.metric) == _generation(f.metric)
+        if not same_generation or dict(u.labels) != dict(f.labels):
+            return False, None
+        newest_used, newest_free = newest([u.presence], grid), newest([f.presence], grid)
+        if newest_used is None or newest_used != newest_free:
+            return False, None
+        last_used, last_free = u.numbers.get("last", math.nan), f.numbers.get("last", math.nan)
+        total = last_used * u.scale + last_free * f.scale
+        if not (0 <= last_used * u.scale < math.inf) or not total >= 0:
+            return False, None
+        return True, total
+    if len(capacity) > 1:
+        return False, None
+    if not capacity:
+        return True, None
+    last = capacity[0].numbers.get("last", math.nan) * capacity[0].scale
+    return (True, last) if last >= 0 else (False, None)
+
+
+def _generation(metric: str) -> int:
+    """Which dcgm-exporter generation writes ``metric`` (its index among its quantity's names)."""
+    field = dcgm_field(metric)
+    return -1 if field is None else fields_of(field.quantity).index(field)
+
+
+def _needs(reads: Sequence[Read], grid: Grid, migscope: bool) -> frozenset[int]:
+    """The cells whose masks the slice's counts (and dcgm-exporter total) need."""
+    cells_needed: set[int] = set()
+    try:
+        _count(reads, grid, migscope)
+    except Unsettled as exc:
+        cells_needed |= exc.cells
+    if not migscope:
+        try:
+            _dcgm_total(reads, grid)
+        except Unsettled as exc:
+            cells_needed |= exc.cells
+    return frozenset(cells_needed)
+
+
+def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[SliceStats]:
+    """The statistics of every slice on ``nodes``, in report order, from per-series reads.
+
+    About eight requests per chunk whatever its size (two reads, suspects, energy, the
+    inventory), one more when some cells need masks, and the exact path's queries over the
+    slices the reads cannot settle, restricted to them.
+    """
+    migscope = q.migscope
+    reads = Reads(
+        q,
+        grid,
+        {
+            ACTIVITY: q.activity,
+            MEMORY: q.memory,
+            PODS: [MIG_POD_INFO] if migscope else [],
+            FREE: q.free,
+            CAPACITY: q.capacity,
+        },
+    )
+    weekly(reads, nodes)
+    cells(reads, nodes)
+    by_slice = reads.by_slice()
+    found = suspects(q, nodes, [MIG_ENERGY], measured=False) if migscope else {}
+    settled = {key for key, mine in by_slice.items() if _unsettled_reason(mine) is None}
+
+    # Cells whose masks some union or newest interval needs, then the masks, then the counts.
+    needed: dict[int, set[SliceId]] = defaultdict(set)
+    for key in settled:
+        for h in _needs(by_slice[key], grid, migscope):
+            needed[h].add(key)
+    if needed:
+        masks(reads, needed, nodes)
+    counted: dict[SliceId, Counted] = {}
+    totals: dict[SliceId, float] = {}
+    unsettled_totals: list[SliceId] = []
+    for key in sorted(settled):
+        mine = by_slice[key]
+        try:
+            counted[key] = _count(mine, grid, migscope)
+            if not migscope:
+                ok, total = _dcgm_total(mine, grid)
+                if not ok:
+                    unsettled_totals.append(key)
+                elif total is not None:
+                    totals[key] = total
+        except Unsettled:  # masks arrived incomplete (data moved under us): ask exactly
+            counted.pop(key, None)
+    if not migscope:
+        unsettled_totals += [k for k in by_slice if k not in settled]
+        if unsettled_totals:
+            totals.update(dcgm_totals(q.restricted(unsettled_totals), nodes))
+    infos = slice_inventory(q, nodes, totals=None if migscope else totals)
+    if not infos:
+        return []
+    keys = [ident[0] for ident in infos]
+    twins = [ident for ident in infos if keys.count(ident[0]) > 1]
+    order = slice_order(q.restricted(twins) if twins else q, infos, nodes)
+
+    exact_keys = [key for key in infos if key in by_slice and key not in counted]
+    exact: dict[SliceId, SliceStats] = {}
+    for group in _node_groups(q, exact_keys):
+        narrowed = q.restricted(group)
+        exact.update(identified_chunk_stats(narrowed, nodes, set(group), infos=infos))
+
+    energy: dict[SliceId, float] = (
+        q.values(f"sum {q.by} ({q.over(q.increase(), MIG_ENERGY, nodes, q.window)})")
+        if migscope
+        else {}
+    )
+    bad_energy = found.get(ENERGY, set())
+    for key in bad_energy:
+        if key in infos and key not in exact:
+            q.ledger.quality.add(Kind.ENERGY_UNKNOWN, key)
+    above = {
+        key: total
+        for key, (_, total) in infos.items()
+        if key not in exact and total is not None and _peak(by_slice.get(key, [])) > total
+    }
+    if above:
+        count_bad_samples(q.restricted(above), nodes, {}, above, set(above))
+
+    out: list[SliceStats] = []
+    for key in order:
+        if key in exact:
+            out.append(exact[key])
+            continue
+        info, total = infos[key]
+        mine = by_slice.get(key, [])
+        counts = counted.get(key) or _nothing(grid)
+        out.append(_assemble(q, grid, info, total, mine, counts, energy, bad_energy, key))
+        q.ledger.fast_slices += 1
+    return out
+
+
+def _node_groups(q: Queries, keys: Sequence[SliceId]) -> list[list[SliceId]]:
+    """``keys`` in groups of whole nodes whose restricted selectors stay short.
+
+    Why: the exact queries repeat a chunk's selector for every name and part, and
+    VictoriaMetrics refuses queries over 16 KiB by default; one node's restriction (its
+    GPUs and GPU-instance ids) is a few hundred characters, so groups hold a few nodes.
+    """
+    by_node: dict[str, list[SliceId]] = defaultdict(list)
+    for key in keys:
+        by_node[key[0].node].append(key)
+    longest = max([*q.activity, *q.memory, *q.free, *q.capacity], key=len)
+    groups: list[list[SliceId]] = []
+    for node in sorted(by_node):
+        trial = [*groups[-1], *by_node[node]] if groups else []
+        text = q.restricted(trial).over("f", longest, [], "1m") if trial else ""
+        if trial and len(text) <= MAX_RESTRICTION_CHARS:
+            groups[-1] = trial
+        else:
+            groups.append(list(by_node[node]))
+    return groups
+
+
+def _peak(reads: Sequence[Read]) -> float:
+    values = [
+        r.numbers["max"] * r.scale for r in reads if r.family == MEMORY and "max" in r.numbers
+    ]
+    return max(values, default=0.0)
+
+
+def _nothing(grid: Grid) -> Counted:
+    return Counted(0, 0, 0, 0, {}, [0] * grid.cells, None)
+
+
+def _assemble(
+    q: Queries,
+    grid: Grid,
+    info: SliceInfo,
+    total: float | None,
+    reads: Sequence[Read],
+    counts: Counted,
+    energy: Mapping[SliceId, float],
+    bad_energy: set[SliceId],
+    key: SliceId,
+) -> SliceStats:
+    """One settled slice's :class:`SliceStats`, as :func:`.statistics.chunk_stats` builds it."""
+    activity = next((r for r in reads if r.family == ACTIVITY), None)
+    memory = next((r for r in reads if r.family == MEMORY), None)
+
+    def number(read: Read | None, name: str) -> float | None:
+        if read is None or name not in read.numbers:
+            return None
+        value = read.numbers[name] * read.scale
+        return None if math.isnan(value) else value
+
+    expected = max(1, q.window_ms // q.step_ms)
+    held_k = max(counts.held, max(counts.owners.values(), default=0))
+    seen_k = max(counts.seen, counts.covered, held_k)
+    hourly = None
+    if q.buckets:
+        per = grid.per
+        means = activity.hourly if activity is not None else None
+        hourly = HourlyUse(
+            period_seconds=grid.period_ms / 1000.0,
+            activity=tuple(
+                None if means is None or math.isnan(means[h]) else float(means[h])
+                for h in range(grid.cells)
+            ),
+            allocated=tuple(counts.held_cells[h] / per for h in range(grid.cells)),
+        )
+    return SliceStats(
+        info=info,
+        window_start=q.run.window_start,
+        window_end=q.run.window_end,
+        samples=counts.samples,
+        expected_samples=expected,
+        coverage=counts.covered / expected,
+        activity_p50=number(activity, "p50"),
+        activity_p95=number(activity, "p95"),
+        activity_max=number(activity, "max"),
+        memory_peak_bytes=cap(number(memory, "max"), total),
+        memory_p95_bytes=cap(number(memory, "p95"), total),
+        memory_total_bytes=total,
+        allocated_fraction=held_k / seen_k if seen_k else 0.0,
+        owners=tuple(
+            sorted(
+                (Owner(ns, pod, n / seen_k) for (ns, pod), n in counts.owners.items())
+                if seen_k
+                else (),
+                key=lambda o: (-o.fraction, o.namespace, o.pod),
+            )
+        ),
+        energy_joules=None if key in bad_energy else finite(energy.get(key)),
+        hourly=hourly,
+        last_seen=None if counts.newest is None else grid.interval_end(counts.newest),
+    )
