@@ -21,6 +21,7 @@ the ordered pool) are tested with tables first.
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from click.testing import CliRunner
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
@@ -39,7 +41,8 @@ from migscope.analyzer.model import SliceStats
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import RemoteSliceStats, remote_slice_stats
+from migscope.analyzer.sources.prometheus_source import PrometheusSource, resolution_note
+from migscope.analyzer.sources.remote_stats import RemoteSliceStats, modes, remote_slice_stats
 from migscope.analyzer.sources.remote_stats.cells import (
     Grid,
     Presence,
@@ -50,6 +53,7 @@ from migscope.analyzer.sources.remote_stats.cells import (
 )
 from migscope.analyzer.sources.remote_stats.concurrency import ordered_map
 from migscope.analyzer.sources.remote_stats.result import StatsMode
+from migscope.cli.main import cli
 
 # --------------------------------------------------------------------------------------------
 # Pure parts
@@ -743,3 +747,72 @@ def test_every_agreement_suites_history_reads_the_same_fast(
         without_timings(analyze(iter(exact_stats), window=window, options=options).to_json())
     )
     assert fast.fast_slices > 0  # the fast path's own reads were used, not only the exact
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing the path, and the command line
+
+
+@requires_prometheus
+def test_auto_takes_exact_for_a_small_fleet_and_fast_above_the_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    history = HISTORIES[Dialect.MIGSCOPE]
+    with (
+        PrometheusServer(history) as server,
+        PrometheusClient(server.url, retries=0, trust_env=False) as client,
+    ):
+        small = remote_slice_stats(client, start=START, end=END, step=STEP)
+        assert small.stats == "exact"  # 20 slices: the reference path
+        monkeypatch.setattr(modes, "AUTO_EXACT_MAX_SLICES", len(PLANTED) - 1)
+        large = remote_slice_stats(client, start=START, end=END, step=STEP)
+        assert large.stats == "fast"
+        # Fast needs whole hours ending on the hour: half an hour off, exact with a note.
+        odd = remote_slice_stats(client, start=START, end=END - 1800, step=STEP, stats="fast")
+        assert odd.stats == "exact"
+        assert any("fast statistics need a window of whole hours" in n for n in odd.notes)
+        list(small), list(large), list(odd)
+
+
+@requires_prometheus
+def test_the_command_line_takes_stats_and_gives_the_same_report() -> None:
+    reports = {}
+    with PrometheusServer(HISTORIES[Dialect.MIGSCOPE]) as server:
+        for mode in ("fast", "exact"):
+            args = [
+                "analyze",
+                "--prometheus",
+                server.url,
+                "--end",
+                str(int(END)),
+                "--window",
+                "2d",
+                "--stats",
+                mode,
+                "--pending-pods",
+                "off",
+                "-q",
+                "-o",
+                "json",
+            ]
+            result = CliRunner().invoke(cli, args)
+            assert result.exit_code == 0, result.output
+            report = json.loads(result.output)
+            report.pop("provenance")
+            reports[mode] = without_timings(report)
+    assert reports["fast"] == reports["exact"]
+    refused = CliRunner().invoke(cli, ["analyze", "--simulate", "fleet-mixed", "--stats", "fast"])
+    assert refused.exit_code == 1
+    assert "--stats fast: only with --prometheus URL" in refused.output
+
+
+def test_a_thanos_resolution_other_than_raw_is_said_in_the_report() -> None:
+    assert resolution_note({}) is None
+    assert resolution_note({"max_source_resolution": "0s"}) is None
+    note = resolution_note({"max_source_resolution": "5m"})
+    assert note is not None
+    assert "downsampled to 5m" in note
+    with PrometheusClient("http://127.0.0.1:1/?max_source_resolution=1h&dedup=true") as client:
+        assert client.params == {"max_source_resolution": "1h", "dedup": "true"}
+        source = PrometheusSource(client)
+        assert any("downsampled to 1h" in n for n in source.notes())

@@ -27,6 +27,8 @@ from migscope.analyzer.report.trend import read_trend
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.run import run
 from migscope.analyzer.sources.prometheus import DEFAULT_TIMEOUT_SECONDS
+from migscope.analyzer.sources.remote_stats.modes import STATS_MODES
+from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.cli.analyze_inputs import (
     choose_source,
     load_what_if_config,
@@ -70,6 +72,14 @@ DEFAULTS = AnalyzeOptions()
     default=seconds(DEFAULT_TIMEOUT_SECONDS),
     show_default=True,
     help="How long to wait for each Prometheus request (a duration; bare numbers are seconds).",
+)
+@click.option(
+    "--stats",
+    type=click.Choice(list(STATS_MODES)),
+    default="auto",
+    show_default=True,
+    help="With --prometheus: exact (one aggregation per field over [W:step] subqueries), fast "
+    "(the same numbers from a few reads per series) or auto (exact up to 64 slices).",
 )
 @click.option(
     "--window",
@@ -197,6 +207,7 @@ def analyze_command(
     end: str | None = None,
     previous_reports: str | None = None,
     grafana_url: str | None = None,
+    stats: str = "auto",
 ) -> None:
     """Find idle and mis-sized MIG slices and recommend layouts.
 
@@ -223,6 +234,7 @@ def analyze_command(
             access=access,
             timeout_s=timeout,
             progress=say,
+            stats=cast(StatsMode, stats),
         )
         if say is not None:
             say.status = server_status(origin)

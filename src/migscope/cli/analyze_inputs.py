@@ -22,6 +22,7 @@ from migscope.analyzer.sources.file import FileSource
 from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.prometheus_source import PrometheusSource
+from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.analyzer.sources.simulation import SimulationSource
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import parse_duration_flag
@@ -99,6 +100,7 @@ def choose_source(
     access: ServerAccess | None = None,
     timeout_s: float,
     progress: Callable[[str], None] | None,
+    stats: StatsMode = "auto",
 ) -> Source:
     """The one source the flags name.
 
@@ -111,6 +113,7 @@ def choose_source(
         access: How to reach ``prometheus`` (:mod:`migscope.cli.server_access`).
         timeout_s: Per request to a server.
         progress: Stage messages.
+        stats: ``--stats``: how a server computes the statistics (``--prometheus`` only).
 
     Raises:
         InvalidInput: none or several named, ``--prometheus-embedded`` with a server, server
@@ -143,9 +146,11 @@ def choose_source(
             raise InvalidInput(str(exc)) from exc
         except (ssl.SSLError, OSError) as exc:  # a TLS file changed since it was checked
             raise InvalidInput(f"TLS files for --prometheus: {exc}") from exc
-        return PrometheusSource(client)
+        return PrometheusSource(client, stats=stats)
     if access.flags:
         raise InvalidInput(f"{', '.join(access.flags)}: only with --prometheus URL")
+    if stats != "auto":
+        raise InvalidInput(f"--stats {stats}: only with --prometheus URL")
     inner: Source = (
         FileSource(source)
         if source is not None
