@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from migscope.analyzer.dialect import (
     MIG_ENERGY,
@@ -54,6 +56,7 @@ from migscope.analyzer.sources.remote_stats.per_series import (
     CAPACITY,
     FREE,
     MEMORY,
+    PART_LABEL,
     PODS,
     Read,
     Reads,
@@ -68,8 +71,12 @@ from migscope.analyzer.sources.remote_stats.quality import (
     suspects,
 )
 from migscope.analyzer.sources.remote_stats.queries import Queries
-from migscope.analyzer.sources.remote_stats.statistics import identified_chunk_stats
-from migscope.analyzer.stats.quality import Kind, cap, finite
+from migscope.analyzer.sources.remote_stats.statistics import (
+    activity_mean,
+    identified_chunk_stats,
+    quantile,
+)
+from migscope.analyzer.stats.quality import ACTIVITY_CEILING, Kind, cap, finite
 
 __all__ = ["MAX_RESTRICTION_CHARS", "fast_chunk_stats"]
 
@@ -170,31 +177,62 @@ def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
     )
 
 
-def _unsettled_reason(reads: Sequence[Read]) -> str | None:
-    """Why the per-series reads cannot give this slice's values, or None when they can."""
+def _route(reads: Sequence[Read]) -> str:
+    """How a slice's values are read: ``reads``, ``merge`` or ``exact`` (module docstring).
+
+    ``exact`` when a sample of its activity or memory is NaN or out of range, or a series
+    has more than one sample in a step interval; ``merge`` when a quantity has several
+    series (their quantiles must be taken over the merged intervals, by the server).
+    """
+    merge = False
     for family in (ACTIVITY, MEMORY):
         mine = [r for r in reads if r.family == family]
-        if len(mine) > 1:
-            return f"{len(mine)} {family} series"
         for read in mine:
             low, high = read.numbers.get("min"), read.numbers.get("max")
-            if bad_values(family, low, high):
-                return f"{family} out of range"
-            if math.isnan(read.numbers.get("sum", 0.0)):
-                return f"NaN {family} samples"
+            if bad_values(family, low, high) or math.isnan(read.numbers.get("sum", 0.0)):
+                return "exact"
             if not read.regular:
-                return f"more than one {family} sample per step"
-    return None
+                return "exact"
+        merge |= len(mine) > 1
+    return "merge" if merge else "reads"
+
+
+def _disjoint(reads: Sequence[Read], grid: Grid) -> bool:
+    """Whether no two series of one quantity hold a sample in the same step interval.
+
+    Then the merged per-interval values are each series' own samples side by side: the
+    maximum is the largest of the series' maxima and a cell with one series its mean.
+
+    Raises:
+        Unsettled: cells where two series meet need their masks.
+    """
+    missing: set[int] = set()
+    apart = True
+    for family in (ACTIVITY, MEMORY):
+        members = [r.presence for r in reads if r.family == family]
+        if len(members) < 2:
+            continue
+        try:
+            merged = union(members, grid.per, grid.cells)
+        except Unsettled as exc:
+            missing |= exc.cells
+            continue
+        total = np.sum([m.counts for m in members], axis=0)
+        apart &= bool(np.array_equal(total, merged))
+    if missing:
+        raise Unsettled(missing)
+    return apart
 
 
 def _dcgm_total(reads: Sequence[Read], grid: Grid) -> tuple[bool, float | None]:
     """dcgm-exporter's memory total from the reads: ``(settled, bytes or None)``.
 
     As :func:`.inventory.dcgm_totals` computes it: used plus free in the newest interval with
-    both (used valid, the sum not negative), else the newest valid capacity. Settled only
-    when one used and one free series of one generation, with the same labels, have their
-    newest sample in the same interval, or when there is neither and at most one capacity
-    series; any doubt is for the exact query.
+    both (used valid, the sum not negative), else the newest valid capacity. Settled when
+    the used and the free series with the newest sample (each the only one of its quantity
+    there, of one generation, with the same labels: one pod's) end in the same interval,
+    or when there is neither and the newest capacity sample is valid; any doubt is for the
+    exact query.
 
     Raises:
         Unsettled: the newest intervals need masks.
@@ -203,26 +241,52 @@ def _dcgm_total(reads: Sequence[Read], grid: Grid) -> tuple[bool, float | None]:
     free = [r for r in reads if r.family == FREE]
     capacity = [r for r in reads if r.family == CAPACITY]
     if used and free:
-        if len(used) != 1 or len(free) != 1:
+        newest_used, newest_free = _newest_alone(used, grid), _newest_alone(free, grid)
+        if newest_used is None or newest_free is None:
             return False, None
-        u, f = used[0], free[0]
+        (u, at_used), (f, at_free) = newest_used, newest_free
         same_generation = _generation(u.metric) == _generation(f.metric)
-        if not same_generation or dict(u.labels) != dict(f.labels):
-            return False, None
-        newest_used, newest_free = newest([u.presence], grid), newest([f.presence], grid)
-        if newest_used is None or newest_used != newest_free:
+        if at_used != at_free or not same_generation or dict(u.labels) != dict(f.labels):
             return False, None
         last_used, last_free = u.numbers.get("last", math.nan), f.numbers.get("last", math.nan)
         total = last_used * u.scale + last_free * f.scale
         if not (0 <= last_used * u.scale < math.inf) or not total >= 0:
             return False, None
         return True, total
-    if len(capacity) > 1:
-        return False, None
     if not capacity:
         return True, None
-    last = capacity[0].numbers.get("last", math.nan) * capacity[0].scale
+    newest_capacity = _newest_alone(capacity, grid)
+    if newest_capacity is None:
+        return False, None
+    c, _ = newest_capacity
+    last = c.numbers.get("last", math.nan) * c.scale
     return (True, last) if last >= 0 else (False, None)
+
+
+def _newest_alone(reads: Sequence[Read], grid: Grid) -> tuple[Read, int] | None:
+    """The series with the newest sample and that interval, or None when two share it.
+
+    Raises:
+        Unsettled: some series' newest interval needs masks.
+    """
+    found: list[tuple[int, Read]] = []
+    missing: set[int] = set()
+    for read in reads:
+        try:
+            at = newest([read.presence], grid)
+        except Unsettled as exc:
+            missing |= exc.cells
+            continue
+        if at is not None:
+            found.append((at, read))
+    if missing:
+        raise Unsettled(missing)
+    if not found:
+        return None
+    found.sort(key=lambda item: item[0])
+    if len(found) > 1 and found[-1][0] == found[-2][0]:
+        return None
+    return found[-1][1], found[-1][0]
 
 
 def _generation(metric: str) -> int:
@@ -232,15 +296,17 @@ def _generation(metric: str) -> int:
 
 
 def _needs(reads: Sequence[Read], grid: Grid, migscope: bool) -> frozenset[int]:
-    """The cells whose masks the slice's counts (and dcgm-exporter total) need."""
+    """The cells whose masks the slice's counts (dcgm-exporter total, disjointness) need."""
     cells_needed: set[int] = set()
-    try:
-        _count(reads, grid, migscope)
-    except Unsettled as exc:
-        cells_needed |= exc.cells
+    checks: list[Callable[[], object]] = [
+        lambda: _count(reads, grid, migscope),
+        lambda: _disjoint(reads, grid),
+    ]
     if not migscope:
+        checks.append(lambda: _dcgm_total(reads, grid))
+    for check in checks:
         try:
-            _dcgm_total(reads, grid)
+            check()
         except Unsettled as exc:
             cells_needed |= exc.cells
     return frozenset(cells_needed)
@@ -269,11 +335,12 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
     cells(reads, nodes)
     by_slice = reads.by_slice()
     found = suspects(q, nodes, [MIG_ENERGY], measured=False) if migscope else {}
-    settled = {key for key, mine in by_slice.items() if _unsettled_reason(mine) is None}
+    routes = {key: _route(mine) for key, mine in by_slice.items()}
+    readable = sorted(key for key, route in routes.items() if route != "exact")
 
     # Cells whose masks some union or newest interval needs, then the masks, then the counts.
     needed: dict[int, set[SliceId]] = defaultdict(set)
-    for key in settled:
+    for key in readable:
         for h in _needs(by_slice[key], grid, migscope):
             needed[h].add(key)
     if needed:
@@ -281,9 +348,11 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
     counted: dict[SliceId, Counted] = {}
     totals: dict[SliceId, float] = {}
     unsettled_totals: list[SliceId] = []
-    for key in sorted(settled):
+    for key in readable:
         mine = by_slice[key]
         try:
+            if routes[key] == "merge" and not _disjoint(mine, grid):
+                continue  # two series of one quantity in one interval: the exact path merges
             counted[key] = _count(mine, grid, migscope)
             if not migscope:
                 ok, total = _dcgm_total(mine, grid)
@@ -294,9 +363,9 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
         except Unsettled:  # masks arrived incomplete (data moved under us): ask exactly
             counted.pop(key, None)
     if not migscope:
-        unsettled_totals += [k for k in by_slice if k not in settled]
-        if unsettled_totals:
-            totals.update(dcgm_totals(q.restricted(unsettled_totals), nodes))
+        unsettled_totals += [k for k in by_slice if k not in counted]
+        for group in _node_groups(q, unsettled_totals):
+            totals.update(dcgm_totals(q.restricted(group), nodes))
     infos = slice_inventory(q, nodes, totals=None if migscope else totals)
     if not infos:
         return []
@@ -309,6 +378,8 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
     for group in _node_groups(q, exact_keys):
         narrowed = q.restricted(group)
         exact.update(identified_chunk_stats(narrowed, nodes, set(group), infos=infos))
+    merged = [k for k in infos if k in counted and routes[k] == "merge"]
+    server = _merged_values(q, nodes, grid, {k: by_slice[k] for k in merged})
 
     energy: dict[SliceId, float] = (
         q.values(f"sum {q.by} ({q.over(q.increase(), MIG_ENERGY, nodes, q.window)})")
@@ -324,8 +395,9 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
         for key, (_, total) in infos.items()
         if key not in exact and total is not None and _peak(by_slice.get(key, [])) > total
     }
-    if above:
-        count_bad_samples(q.restricted(above), nodes, {}, above, set(above))
+    for group in _node_groups(q, list(above)):
+        wanted = {key: above[key] for key in group}
+        count_bad_samples(q.restricted(group), nodes, {}, wanted, set(group))
 
     out: list[SliceStats] = []
     for key in order:
@@ -335,9 +407,76 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
         info, total = infos[key]
         mine = by_slice.get(key, [])
         counts = counted.get(key) or _nothing(grid)
-        out.append(_assemble(q, grid, info, total, mine, counts, energy, bad_energy, key))
+        values = server.get(key, Merged())
+        out.append(_assemble(q, grid, info, total, mine, counts, values, energy, bad_energy, key))
         q.ledger.fast_slices += 1
+        q.ledger.merged_slices += key in server
     return out
+
+
+@dataclass
+class Merged:
+    """What the server computes for a slice whose quantity has several series.
+
+    Attributes:
+        numbers: The quantiles over the merged intervals (``act_p50``, ``act_p95``,
+            ``mem_p95``) of the quantities that have several series.
+        hourly: Per cell where two activity series meet, the mean over the merged intervals.
+    """
+
+    numbers: dict[str, float] = field(default_factory=dict)
+    hourly: dict[int, float] = field(default_factory=dict)
+
+
+def _merged_values(
+    q: Queries, nodes: Sequence[str], grid: Grid, slices: Mapping[SliceId, Sequence[Read]]
+) -> dict[SliceId, Merged]:
+    """The exact path's quantiles (and cell means) for slices whose series must be merged.
+
+    The exact queries (:func:`.statistics.quantile`, :func:`.statistics.activity_mean`),
+    restricted to these slices: a quantile is one query per quantity with several series
+    (not the fifteen of the exact path), a cell mean one ``@`` term per cell where two
+    activity series meet.
+    """
+    out: dict[SliceId, Merged] = defaultdict(Merged)
+    several = {
+        family: [k for k, mine in slices.items() if sum(r.family == family for r in mine) > 1]
+        for family in (ACTIVITY, MEMORY)
+    }
+    asked = [
+        ("act_p50", 0.5, ACTIVITY, q.activity, ACTIVITY_CEILING),
+        ("act_p95", 0.95, ACTIVITY, q.activity, ACTIVITY_CEILING),
+        ("mem_p95", 0.95, MEMORY, q.memory, None),
+    ]
+    for name, level, family, metrics, ceiling in asked:
+        for group in _node_groups(q, several[family]):
+            narrowed = q.restricted(group)
+            for key, value in narrowed.values(
+                quantile(narrowed, level, metrics, nodes, ceiling)
+            ).items():
+                if key in slices:
+                    out[key].numbers[name] = value
+    if not q.buckets:
+        return dict(out)
+    meeting: dict[int, list[SliceId]] = defaultdict(list)
+    for key in several[ACTIVITY]:
+        counts = np.stack([r.presence.counts for r in slices[key] if r.family == ACTIVITY])
+        for h in np.flatnonzero((counts > 0).sum(axis=0) > 1).tolist():
+            meeting[h].append(key)
+    parts: list[str] = []
+    for h, keys in sorted(meeting.items()):
+        for group in _node_groups(q, keys):
+            narrowed = q.restricted(group)
+            expr = activity_mean(narrowed, q.activity, nodes, at=grid.cell_end(h))
+            parts.append(f'label_replace({expr}, "{PART_LABEL}", "{h}", "", "")')
+    for sample in q.ask_parts(parts):
+        ident = q.key(sample.labels)
+        cell = sample.labels.get(PART_LABEL, "")
+        if ident is None or ident not in slices or not cell.isdigit():
+            continue
+        if not math.isnan(sample.value):
+            out[ident].hourly[int(cell)] = sample.value
+    return dict(out)
 
 
 def _node_groups(q: Queries, keys: Sequence[SliceId]) -> list[list[SliceId]]:
@@ -380,18 +519,21 @@ def _assemble(
     total: float | None,
     reads: Sequence[Read],
     counts: Counted,
+    merged: Merged,
     energy: Mapping[SliceId, float],
     bad_energy: set[SliceId],
     key: SliceId,
 ) -> SliceStats:
     """One settled slice's :class:`SliceStats`, as :func:`.statistics.chunk_stats` builds it."""
-    activity = next((r for r in reads if r.family == ACTIVITY), None)
-    memory = next((r for r in reads if r.family == MEMORY), None)
+    activities = [r for r in reads if r.family == ACTIVITY]
+    memories = [r for r in reads if r.family == MEMORY]
 
-    def number(read: Read | None, name: str) -> float | None:
-        if read is None or name not in read.numbers:
-            return None
-        value = read.numbers[name] * read.scale
+    def number(family: Sequence[Read], name: str, server: str = "") -> float | None:
+        """One series' number, the largest of several series' maxima, or the server's."""
+        if len(family) > 1 and name != "max":
+            return merged.numbers.get(server)
+        values = [r.numbers[name] * r.scale for r in family if name in r.numbers]
+        value = max(values, default=math.nan)
         return None if math.isnan(value) else value
 
     expected = max(1, q.window_ms // q.step_ms)
@@ -400,13 +542,9 @@ def _assemble(
     hourly = None
     if q.buckets:
         per = grid.per
-        means = activity.hourly if activity is not None else None
         hourly = HourlyUse(
             period_seconds=grid.period_ms / 1000.0,
-            activity=tuple(
-                None if means is None or math.isnan(means[h]) else float(means[h])
-                for h in range(grid.cells)
-            ),
+            activity=tuple(_cell_mean(activities, merged, h) for h in range(grid.cells)),
             allocated=tuple(counts.held_cells[h] / per for h in range(grid.cells)),
         )
     return SliceStats(
@@ -416,11 +554,11 @@ def _assemble(
         samples=counts.samples,
         expected_samples=expected,
         coverage=counts.covered / expected,
-        activity_p50=number(activity, "p50"),
-        activity_p95=number(activity, "p95"),
-        activity_max=number(activity, "max"),
-        memory_peak_bytes=cap(number(memory, "max"), total),
-        memory_p95_bytes=cap(number(memory, "p95"), total),
+        activity_p50=number(activities, "p50", "act_p50"),
+        activity_p95=number(activities, "p95", "act_p95"),
+        activity_max=number(activities, "max"),
+        memory_peak_bytes=cap(number(memories, "max"), total),
+        memory_p95_bytes=cap(number(memories, "p95", "mem_p95"), total),
         memory_total_bytes=total,
         allocated_fraction=held_k / seen_k if seen_k else 0.0,
         owners=tuple(
@@ -435,3 +573,14 @@ def _assemble(
         hourly=hourly,
         last_seen=None if counts.newest is None else grid.interval_end(counts.newest),
     )
+
+
+def _cell_mean(activities: Sequence[Read], merged: Merged, h: int) -> float | None:
+    """A cell's mean activity: its one series' raw mean, or the server's over merged ones."""
+    present = [r for r in activities if r.presence.counts[h]]
+    if len(present) > 1:
+        return merged.hourly.get(h)
+    means = present[0].hourly if present else None
+    if means is None or math.isnan(means[h]):
+        return None
+    return float(means[h])

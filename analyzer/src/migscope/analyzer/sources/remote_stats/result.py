@@ -55,6 +55,8 @@ class Ledger:
         presence_only: GPU instances seen only in dcgm-exporter's presence family (one
             note for the run, :attr:`RemoteSliceStats.notes`).
         fast_slices: Slices whose statistics came from the per-series reads.
+        merged_slices: Of those, the slices with several series of one quantity, whose
+            quantiles came from the exact queries restricted to them.
         exact_slices: Slices computed with the exact queries (restricted to them, on the
             fast path; all of them on the exact path).
     """
@@ -66,6 +68,7 @@ class Ledger:
     found: list[str] = field(default_factory=list)
     presence_only: int = 0
     fast_slices: int = 0
+    merged_slices: int = 0
     exact_slices: int = 0
 
     def account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
@@ -109,6 +112,9 @@ class RemoteSliceStats(Iterator[SliceStats]):
         workers: Chunks evaluated at once (1: one after the other).
         queries: Queries sent so far (instant and range).
         fast_slices: Slices whose statistics came from per-series reads (fast path).
+        merged_slices: Of those, the slices with several series of one quantity (a pod
+            change under dcgm-exporter, a restarted exporter): their quantiles came from the
+            exact queries, restricted to them.
         exact_slices: Slices computed with the exact queries: every slice on the exact path,
             on the fast path the ones its reads could not settle (several series of one
             quantity, NaN or out-of-range samples, more than one sample per step).
@@ -145,6 +151,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     workers: int = 1
     queries: int = 0
     fast_slices: int = 0
+    merged_slices: int = 0
     exact_slices: int = 0
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
@@ -211,4 +218,5 @@ class RemoteSliceStats(Iterator[SliceStats]):
         self.found.extend(ledger.found)
         self.presence_only += ledger.presence_only
         self.fast_slices += ledger.fast_slices
+        self.merged_slices += ledger.merged_slices
         self.exact_slices += ledger.exact_slices

@@ -28,7 +28,40 @@ from migscope.analyzer.sources.remote_stats.quality import ENERGY, count_bad_sam
 from migscope.analyzer.sources.remote_stats.queries import Queries, Values
 from migscope.analyzer.stats.quality import ACTIVITY_CEILING, cap, finite
 
-__all__ = ["chunk_stats", "hourly", "identified_chunk_stats", "last_seen", "owners"]
+__all__ = [
+    "activity_mean",
+    "chunk_stats",
+    "hourly",
+    "identified_chunk_stats",
+    "last_seen",
+    "owners",
+    "quantile",
+]
+
+
+def quantile(
+    q: Queries, level: float, metrics: Sequence[str], nodes: Sequence[str], c: float | None = None
+) -> str:
+    """A quantile of each slice's per-interval values over the window (one PromQL expression).
+
+    ``quantile_over_time(level, (max by (slice) (last_over_time(x[step]) >= 0))[W:step])``:
+    the slice's series merged per step interval, NaN and out-of-range values dropped,
+    ``c`` (activity's 1) clamping what is above it.
+    """
+    inner = q.per_interval("last_over_time", metrics, nodes, ceiling=c)
+    return f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])"
+
+
+def activity_mean(
+    q: Queries, activity: Sequence[str], nodes: Sequence[str], at: float | None = None
+) -> str:
+    """Each slice's mean per-interval activity over one bucket ending at the evaluation time.
+
+    ``at``: the bucket ending then instead (the ``@`` modifier).
+    """
+    inner = q.per_interval("last_over_time", activity, nodes, ceiling=ACTIVITY_CEILING)
+    when = "" if at is None else f" @ {at:.3f}"
+    return f"avg_over_time({inner}[{q.bucket_range}:{q.step}]{when})"
 
 
 def chunk_stats(
@@ -70,21 +103,17 @@ def identified_chunk_stats(
         return
     order = slice_order(q, infos, nodes)
 
-    def quantile(level: float, metrics: Sequence[str], c: float | None = None) -> Values:
-        inner = q.per_interval("last_over_time", metrics, nodes, ceiling=c)
-        return q.values(f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])")
-
     def maximum(metrics: Sequence[str], c: float | None = None) -> Values:
         inner = q.per_interval("max_over_time", metrics, nodes, ceiling=c)
         return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])")
 
     top = ACTIVITY_CEILING
     act_p50, act_p95, act_max = (
-        quantile(0.5, activity, c=top),
-        quantile(0.95, activity, c=top),
+        q.values(quantile(q, 0.5, activity, nodes, c=top)),
+        q.values(quantile(q, 0.95, activity, nodes, c=top)),
         maximum(activity, c=top),
     )
-    mem_p95, mem_peak = quantile(0.95, memory), maximum(memory)
+    mem_p95, mem_peak = q.values(quantile(q, 0.95, memory, nodes)), maximum(memory)
     samples = q.values(
         f"count_over_time({q.per_interval('last_over_time', activity + memory, nodes)}"
         f"[{q.value_range}:{q.step}])"
@@ -193,8 +222,7 @@ def hourly(
                     points[bucket] = v
         return out
 
-    inner = q.per_interval("last_over_time", activity, nodes, ceiling=ACTIVITY_CEILING)
-    act = ask(f"avg_over_time({inner}[{q.bucket_range}:{step}])")
+    act = ask(activity_mean(q, activity, nodes))
     alloc = ask(f"count_over_time((count {q.by} ({held}))[{q.bucket_range}:{step}])")
     return {
         key: HourlyUse(
