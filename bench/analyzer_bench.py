@@ -1,33 +1,37 @@
-"""The Prometheus analyzer's wall time and memory against the server's own PromQL time.
+"""``analyze --prometheus`` against one raw scan of the same data: exact and fast statistics.
 
-Run ``python bench/analyzer_bench.py [--slices 100 1000 3000] [--chunk-nodes 50]``.
+Run ``python bench/analyzer_bench.py [--slices 112 1000] [--modes fast exact]``.
 
 For each size N the benchmark writes a synthetic week of history at a 60 s resolution for N
-MIG slices (56 per node: 8 GPUs of 7 ``1g`` slices), in the migscope dialect: per slice
-``migscope_mig_info``, ``migscope_mig_graphics_active_ratio``,
+MIG slices (56 per node: 8 H200 GPUs of 7 ``1g.18gb`` slices), in the migscope dialect: per
+slice ``migscope_mig_info`` (profile, placement), ``migscope_mig_graphics_active_ratio``,
 ``migscope_mig_memory_used_bytes``, ``migscope_mig_energy_estimated_joules_total`` for the
-whole week, and ``migscope_mig_pod_info`` for the spans a pod holds the slice (80 % of the
-slices are held, by one or two pods). Labels are ``node``, ``gpu``, ``gpu_uuid``,
-``gpu_instance_id``, ``mig_uuid`` (plus ``namespace``, ``pod`` on pod info), as after the
-relabelling of ``docs/metrics.md``.
+whole week, ``migscope_mig_pod_info`` for the spans a pod holds the slice (80 % of the slices
+are held, by one or two pods), and ``migscope_gpu_info`` per GPU. Labels are ``node``,
+``gpu``, ``gpu_uuid``, ``gpu_instance_id``, ``mig_uuid`` and the scrape's ``instance``, as
+after the relabelling of ``docs/metrics.md``. With ``--restarts F`` a share F of the nodes
+have their exporter restarted in the middle of the week (a new ``instance``: two series per
+slice and quantity, which the fast path merges with the exact quantile queries).
 
 The OpenMetrics text is assembled with numpy as fixed-width byte rows (no per-sample Python),
 backfilled with ``promtool tsdb create-blocks-from openmetrics --max-block-duration=168h``
 into one week-aligned block, and served by a real Prometheus (``tests/support/prometheus.py``).
-The analyzer then runs :func:`remote_slice_stats` over the week **in a child process**, so
-its peak RSS (``ru_maxrss``) is its own and not the generator's. Reported per run:
+Then, in a **child process** (so that its peak RSS is its own, not the generator's):
 
-* ``wall_s``: the analyzer's wall time (``RemoteSliceStats.wall_seconds``: queries plus
-  result handling), and ``total_s`` the child's time including setup (dialect and node
-  discovery);
-* ``eval_s``: the sum of Prometheus' ``evalTotalTime`` over the queries (``stats=all``);
-* ``overhead``: ``wall_s / eval_s - 1`` (the target is <= 25 %);
-* ``queries``, ``samples`` (``totalQueryableSamples``), ``slices`` returned;
-* ``rss_mib``: the analyzer child's peak RSS (``VmHWM``), and ``rss_base_mib`` its peak
-  after imports, before the first query;
-* ``prom_rss_mib``: Prometheus' peak RSS (``VmHWM``) at the end of the run, for context.
+* ``raw``: one raw scan of the same data, ``count_over_time(<metric>[7d])`` for each metric
+  the analysis reads, one after the other (what the issue measured: 0.28 s at 112 slices);
+  its wall time and the server's ``evalTotalTime``;
+* per ``--modes``: the analysis, ``migscope.analyzer.run.run(PrometheusSource(client,
+  stats=mode))`` over the week (statistics, classification, plans: ``analyze --prometheus``
+  less the process start and the report files): its wall time, the statistics' share
+  (``RemoteSliceStats.wall_seconds``), the server's ``evalTotalTime`` summed over the queries
+  (``server_eval_seconds``), the queries, and how the slices were computed (per-series
+  reads, merged, exact);
+* ``cli_s``: the command itself, ``migscope analyze --prometheus URL --end ... --stats MODE
+  -o json`` as a subprocess (imports and JSON output included), unless ``--no-cli``.
 
-Times are printed, never asserted: the numbers are for the reader (docs/analyzer-benchmark.md).
+Ratios are to the raw scan's wall time. Times are printed, never asserted: the numbers are
+for the reader (docs/analyzer-benchmark.md).
 """
 
 from __future__ import annotations
@@ -114,6 +118,8 @@ class Fleet:
         self.phase = self.rng.uniform(0, 2 * np.pi, slices)
         self.mem = self.rng.uniform(0.05, 0.95, slices)
         self.watts = self.rng.uniform(40.0, 100.0, slices)
+        nodes = int(self.node.max()) + 1 if slices else 0
+        self.restarted = np.zeros(max(nodes, 1), dtype=bool)
         held = self.rng.random(slices) < 0.8
         split = self.rng.integers(POINTS // 4, POINTS, slices)
         two = self.rng.random(slices) < 0.5
@@ -127,12 +133,26 @@ class Fleet:
             else:
                 self.spans.append([(0, int(split[i]))])
 
-    def labels(self, i: int) -> bytes:
+    def restart(self, share: float) -> None:
+        """Restart the exporter of a share of the nodes mid-week (a new ``instance`` label)."""
+        count = round(share * self.restarted.size)
+        self.restarted[:] = False
+        if count:
+            self.restarted[self.rng.choice(self.restarted.size, count, replace=False)] = True
+
+    def labels(self, i: int, instance: int = 0) -> bytes:
         node, gpu, gi = int(self.node[i]), int(self.gpu[i]), int(self.gi[i])
         return (
             f'node="node-{node:05d}",gpu="{gpu}",gpu_uuid="GPU-{node:05d}-{gpu}",'
-            f'gpu_instance_id="{gi}",mig_uuid="MIG-{i:06d}"'
+            f'gpu_instance_id="{gi}",mig_uuid="MIG-{i:06d}",instance="10.0.{instance}.1:9400"'
         ).encode()
+
+    def segments(self, i: int) -> list[tuple[int, int, int]]:
+        """Point ranges ``(first, end, instance)`` of slice ``i``'s series: one, or two around
+        a restart (two minutes without samples) in the middle of the week."""
+        if not self.restarted[int(self.node[i])]:
+            return [(0, POINTS, 0)]
+        return [(0, POINTS // 2, 0), (POINTS // 2 + 2, POINTS, 1)]
 
 
 def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = None) -> int:
@@ -144,17 +164,23 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
     total = 0
     chunks = [range(s, min(s + CHUNK, part.stop)) for s in range(part.start, part.stop, CHUNK)]
 
-    def family(name: str, make: Any) -> None:
+    def family(name: str, make: Any, extra: Any = None) -> None:
         nonlocal total
         for chunk in chunks:
             idx = np.array(chunk)
             values: U8 = make(idx)
-            prefixes = [f"{name}{{".encode() + fleet.labels(i) + b"} " for i in chunk]
-            # rows() wants equal prefix lengths: GI 7..9 has one digit, 10..13 two.
-            for length in sorted({len(p) for p in prefixes}):
-                pick = [k for k, p in enumerate(prefixes) if len(p) == length]
-                out.write(rows([prefixes[k] for k in pick], values[pick], stamps))
-            total += values.shape[0] * values.shape[1]
+            # rows() wants equal prefix lengths: GI 7..9 has one digit, 10..13 two; and one
+            # point range per call: a restarted slice's two series are written apart.
+            by_shape: dict[tuple[int, int, int, int], list[tuple[int, bytes]]] = {}
+            for k, i in enumerate(chunk):
+                for first, end, instance in fleet.segments(i):
+                    more = extra(i) if extra is not None else b""
+                    prefix = f"{name}{{".encode() + fleet.labels(i, instance) + more + b"} "
+                    by_shape.setdefault((len(prefix), first, end, 0), []).append((k, prefix))
+            for (_, first, end, _), members in sorted(by_shape.items()):
+                pick = [k for k, _ in members]
+                out.write(rows([p for _, p in members], values[pick, first:end], stamps[first:end]))
+                total += len(pick) * (end - first)
 
     def info(idx: npt.NDArray[np.int64]) -> U8:
         return np.full((len(idx), POINTS, 1), ord("1"), dtype=np.uint8)
@@ -177,23 +203,38 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
         joules = np.cumsum(np.broadcast_to(power * STEP, (len(idx), POINTS)), axis=1)
         return digits(joules.astype(np.int64), 10)
 
-    family("migscope_mig_info", info)
+    def placement(i: int) -> bytes:  # H200 1g GPU instances 7..13 sit on slices 0..6
+        return f',profile="1g.18gb",placement_start="{int(fleet.gi[i]) - 7}"'.encode()
+
+    family("migscope_mig_info", info, placement)
     family("migscope_mig_graphics_active_ratio", activity)
     family("migscope_mig_memory_used_bytes", memory)
     family("migscope_mig_energy_estimated_joules_total", energy)
     # Pod info: variable spans, so one series at a time.
     for i in part:
         for k, (first, end) in enumerate(fleet.spans[i]):
-            prefix = (
-                b"migscope_mig_pod_info{"
-                + fleet.labels(i)
-                + f',namespace="team-{i % 17:02d}",pod="job-{i:06d}-{k}",'
-                f'container="main",resource="nvidia.com/mig-1g.18gb"}} '.encode()
-            )
-            count = end - first
-            ones = np.full((1, count, 1), ord("1"), dtype=np.uint8)
-            out.write(rows([prefix], ones, stamps[first:end]))
-            total += count
+            for seg_first, seg_end, instance in fleet.segments(i):
+                lo, hi = max(first, seg_first), min(end, seg_end)
+                if lo >= hi:
+                    continue
+                prefix = (
+                    b"migscope_mig_pod_info{"
+                    + fleet.labels(i, instance)
+                    + f',namespace="team-{i % 17:02d}",pod="job-{i:06d}-{k}",'
+                    f'container="main",resource="nvidia.com/mig-1g.18gb"}} '.encode()
+                )
+                ones = np.full((1, hi - lo, 1), ord("1"), dtype=np.uint8)
+                out.write(rows([prefix], ones, stamps[lo:hi]))
+                total += hi - lo
+    # The GPUs' model, for the catalogue: one series per GPU.
+    gpus = sorted({(int(fleet.node[i]), int(fleet.gpu[i])) for i in part})
+    for node, gpu in gpus:
+        prefix = (
+            f'migscope_gpu_info{{node="node-{node:05d}",gpu="{gpu}",'
+            f'gpu_uuid="GPU-{node:05d}-{gpu}",model="H200-141GB"}} '
+        ).encode()
+        out.write(rows([prefix], np.full((1, POINTS, 1), ord("1"), dtype=np.uint8), stamps))
+        total += POINTS
     out.write(b"# EOF\n")
     return total
 
@@ -202,30 +243,94 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
 # Measurement (child process)
 
 
-def measure(url: str, start: float, end: float, chunk_nodes: int) -> dict[str, Any]:
-    """Run the analyzer once over the window; its numbers and this process's peak RSS."""
+RAW_METRICS = (
+    "migscope_mig_info",
+    "migscope_mig_graphics_active_ratio",
+    "migscope_mig_memory_used_bytes",
+    "migscope_mig_memory_total_bytes",
+    "migscope_mig_energy_estimated_joules_total",
+    "migscope_mig_pod_info",
+    "migscope_gpu_info",
+)
+"""Every metric the analysis reads (the raw scan reads each once)."""
+
+
+def raw_scan(url: str, end: float) -> dict[str, float]:
+    """One raw scan: ``count_over_time(m[7d])`` of each metric read, one after the other."""
     from migscope.analyzer.sources.prometheus import PrometheusClient
-    from migscope.analyzer.sources.remote_stats import remote_slice_stats
+
+    with PrometheusClient(url, timeout=3600.0, trust_env=False) as client:
+        started = time.perf_counter()
+        evaluated = 0.0
+        for metric in RAW_METRICS:
+            result = client.query(f"count_over_time({metric}[7d])", at=end)
+            evaluated += result.stats.eval_total_time if result.stats is not None else 0.0
+        return {"raw_s": time.perf_counter() - started, "raw_eval_s": evaluated}
+
+
+def measure(url: str, start: float, end: float, mode: str, workers: int) -> dict[str, Any]:
+    """One analysis of the window through ``--stats mode``; its numbers and peak RSS."""
+    from migscope.analyzer.options import AnalyzeOptions
+    from migscope.analyzer.run import run
+    from migscope.analyzer.sources.prometheus import PrometheusClient
+    from migscope.analyzer.sources.prometheus_source import PrometheusSource
 
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork+exec, so it would report the
     # parent's (the generator's) peak; VmHWM belongs to this process's own address space.
     base_kib = proc_kib(os.getpid(), "VmHWM")
+    client = PrometheusClient(url, timeout=3600.0, trust_env=False)
+    source = PrometheusSource(client, stats=mode, workers=workers)  # type: ignore[arg-type]
     started = time.perf_counter()
-    with PrometheusClient(url, timeout=600.0, trust_env=False) as client:
-        run = remote_slice_stats(client, start=start, end=end, chunk_nodes=chunk_nodes)
-        slices = sum(1 for _ in run)
+    result = run(source, AnalyzeOptions(window_s=end - start, end=end))
     total = time.perf_counter() - started
+    stats = source._run
+    assert stats is not None
+    statuses: dict[str, int] = {}
+    for item in result.slices:
+        statuses[item.status.value] = statuses.get(item.status.value, 0) + 1
     return {
-        "slices": slices,
-        "nodes": len(run.nodes),
-        "queries": run.queries,
-        "wall_s": run.wall_seconds,
-        "total_s": total,
-        "eval_s": run.server_eval_seconds,
-        "samples": run.queryable_samples,
+        "mode": stats.stats,
+        "slices": len(result.slices),
+        "nodes": len(stats.nodes),
+        "workers": workers,
+        "queries": stats.queries,
+        "analysis_s": total,
+        "stats_s": stats.wall_seconds,
+        "eval_s": stats.server_eval_seconds,
+        "samples": stats.queryable_samples,
+        "fast_slices": stats.fast_slices,
+        "merged_slices": stats.merged_slices,
+        "exact_slices": stats.exact_slices,
+        "statuses": statuses,
         "rss_mib": proc_kib(os.getpid(), "VmHWM") / 1024,
         "rss_base_mib": base_kib / 1024,
     }
+
+
+def cli_seconds(url: str, end: float, mode: str) -> float:
+    """``migscope analyze --prometheus URL --stats MODE -o json``'s wall time, as a process."""
+    command = [
+        str(Path(sys.executable).with_name("migscope")),
+        "analyze",
+        "--prometheus",
+        url,
+        "--end",
+        str(int(end)),
+        "--stats",
+        mode,
+        "--pending-pods",
+        "off",
+        "--timeout",
+        "1h",
+        "-q",
+        "-o",
+        "json",
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.decode(errors="replace")[-2000:])
+    return time.perf_counter() - started
 
 
 def proc_kib(pid: int, field: str) -> float:
@@ -241,9 +346,15 @@ def proc_kib(pid: int, field: str) -> float:
 
 
 def bench_size(
-    slices: int, chunk_nodes: Sequence[int], work: Path, parts: int = 1
+    slices: int,
+    runs: Sequence[tuple[str, int]],
+    work: Path,
+    *,
+    parts: int = 1,
+    restarts: float = 0.0,
+    cli: bool = True,
 ) -> Iterator[dict[str, Any]]:
-    """Generate, backfill, serve and measure one fleet size; one result per ``chunk_nodes``.
+    """Generate, backfill, serve and measure one fleet size; one result per (mode, workers).
 
     With ``parts`` > 1 the history is written and backfilled a part of the slices at a time
     (whole nodes per part), each file deleted after its backfill: 10,000 slices are ~69 GB
@@ -254,6 +365,7 @@ def bench_size(
 
     t0 = week_start(time.time())
     fleet = Fleet(slices)
+    fleet.restart(restarts)
     per_part = -(-slices // parts // SLICES_PER_NODE) * SLICES_PER_NODE
     ranges = [range(a, min(a + per_part, slices)) for a in range(0, slices, per_part)]
     totals = {"samples": 0, "gen_s": 0.0, "size_mib": 0.0}
@@ -295,32 +407,33 @@ def bench_size(
         print(f"# backfill {backfill_s:.1f} s, Prometheus ready after {ready_s:.1f} s")
         assert server._proc is not None
         pid = server._proc.pid
-        for chunk in chunk_nodes:
-            child = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--measure",
-                    server.url,
-                    str(t0),
-                    str(t0 + WEEK),
-                    str(chunk),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
+
+        def child(*args: str) -> dict[str, Any]:
+            done = subprocess.run(
+                [sys.executable, __file__, *args], capture_output=True, text=True, check=False
             )
-            if child.returncode != 0:
-                print(child.stderr[-3000:], file=sys.stderr)
-                result: dict[str, Any] = {"error": child.stderr.strip().splitlines()[-1]}
-            else:
-                result = json.loads(child.stdout)
-            eval_s = result.get("eval_s")
+            if done.returncode != 0:
+                print(done.stderr[-3000:], file=sys.stderr)
+                return {"error": done.stderr.strip().splitlines()[-1]}
+            answer: dict[str, Any] = json.loads(done.stdout)
+            return answer
+
+        window = [server.url, str(t0), str(t0 + WEEK)]
+        raw = child("--raw", server.url, str(t0 + WEEK))
+        timed: set[str] = set()
+        for mode, workers in runs:
+            result = child("--measure", *window, mode, str(workers))
+            if cli and "error" not in result and mode not in timed:
+                result["cli_s"] = cli_seconds(server.url, t0 + WEEK, mode)
+                timed.add(mode)
+            raw_s = raw.get("raw_s")
             yield {
                 "slices_generated": slices,
-                "chunk_nodes": chunk,
+                "restarted_nodes": int(fleet.restarted.sum()),
+                **raw,
                 **result,
-                "overhead": result["wall_s"] / eval_s - 1 if eval_s else None,
+                "ratio": result["analysis_s"] / raw_s if raw_s and "error" not in result else None,
+                "cli_ratio": result["cli_s"] / raw_s if raw_s and "cli_s" in result else None,
                 "prom_rss_mib": proc_kib(pid, "VmHWM") / 1024,
                 "history_samples": samples,
                 "generate_s": gen_s,
@@ -332,21 +445,24 @@ def bench_size(
 def table(results: Sequence[dict[str, Any]]) -> str:
     """The results as a fixed-width table."""
     head = (
-        f"{'slices':>7} {'chunk':>5} {'queries':>7} {'eval s':>8} {'wall s':>8} "
-        f"{'overhd':>7} {'total s':>8} {'RSS MiB':>8} {'base':>6} {'prom MiB':>8} "
-        f"{'gen s':>6} {'fill s':>7}"
+        f"{'slices':>7} {'mode':>5} {'wk':>2} {'raw s':>6} {'queries':>7} {'eval s':>8} "
+        f"{'stats s':>8} "
+        f"{'anal. s':>8} {'ratio':>6} {'cli s':>7} {'ratio':>6} {'fast':>5} {'merge':>5} "
+        f"{'exact':>5} {'RSS MiB':>8} {'prom MiB':>8}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
         if "error" in r:
-            lines.append(f"{r['slices_generated']:>7} {r['chunk_nodes']:>5} ERROR {r['error']}")
+            lines.append(f"{r['slices_generated']:>7} ERROR {r['error']}")
             continue
-        overhead = f"{100 * r['overhead']:6.1f}%" if r["overhead"] is not None else "    n/a"
+        eval_s = f"{r['eval_s']:8.2f}" if r["eval_s"] is not None else "     n/a"
+        cli = f"{r['cli_s']:7.2f} {r['cli_ratio']:5.1f}x" if "cli_s" in r else "      -      -"
         lines.append(
-            f"{r['slices']:>7} {r['chunk_nodes']:>5} {r['queries']:>7} {r['eval_s']:>8.2f} "
-            f"{r['wall_s']:>8.2f} {overhead:>7} {r['total_s']:>8.2f} {r['rss_mib']:>8.1f} "
-            f"{r['rss_base_mib']:>6.1f} {r['prom_rss_mib']:>8.0f} {r['generate_s']:>6.1f} "
-            f"{r['backfill_s']:>7.1f}"
+            f"{r['slices']:>7} {r['mode']:>5} {r['workers']:>2} {r['raw_s']:>6.2f} "
+            f"{r['queries']:>7} {eval_s} "
+            f"{r['stats_s']:>8.2f} {r['analysis_s']:>8.2f} {r['ratio']:>5.1f}x {cli} "
+            f"{r['fast_slices']:>5} {r['merged_slices']:>5} {r['exact_slices']:>5} "
+            f"{r['rss_mib']:>8.1f} {r['prom_rss_mib']:>8.0f}"
         )
     return "\n".join(lines)
 
@@ -354,20 +470,42 @@ def table(results: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments; either run the whole benchmark or one child measurement."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--slices", type=int, nargs="+", default=[100, 1000])
-    parser.add_argument("--chunk-nodes", type=int, nargs="+", default=[50])
+    parser.add_argument("--slices", type=int, nargs="+", default=[112, 1000])
+    parser.add_argument(
+        "--runs",
+        nargs="+",
+        default=["fast:1", "fast:4", "exact:1"],
+        help="MODE:WORKERS per analysis (fast|exact, chunks queried at once); the command "
+        "line is timed once per mode, with its default workers",
+    )
+    parser.add_argument(
+        "--restarts", type=float, default=0.0, help="share of nodes whose exporter restarts"
+    )
+    parser.add_argument("--no-cli", action="store_true", help="skip timing the command itself")
     parser.add_argument("--parts", type=int, default=1, help="write+backfill in this many parts")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--measure", nargs=4, metavar=("URL", "START", "END", "CHUNK"))
+    parser.add_argument("--measure", nargs=5, metavar=("URL", "START", "END", "MODE", "WORKERS"))
+    parser.add_argument("--raw", nargs=2, metavar=("URL", "END"))
     args = parser.parse_args(argv)
     if args.measure:
-        url, start, end, chunk = args.measure
-        print(json.dumps(measure(url, float(start), float(end), int(chunk))))
+        url, start, end, mode, workers = args.measure
+        print(json.dumps(measure(url, float(start), float(end), mode, int(workers))))
+        return 0
+    if args.raw:
+        print(json.dumps(raw_scan(args.raw[0], float(args.raw[1]))))
         return 0
     results: list[dict[str, Any]] = []
+    runs = [(mode, int(workers)) for mode, _, workers in (r.partition(":") for r in args.runs)]
     with tempfile.TemporaryDirectory(prefix="migscope-bench-") as tmp:
         for slices in args.slices:
-            for result in bench_size(slices, args.chunk_nodes, Path(tmp), args.parts):
+            for result in bench_size(
+                slices,
+                runs,
+                Path(tmp),
+                parts=args.parts,
+                restarts=args.restarts,
+                cli=not args.no_cli,
+            ):
                 results.append(result)
                 print(json.dumps(result), flush=True)
     print(table(results))

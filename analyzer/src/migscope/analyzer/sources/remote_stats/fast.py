@@ -2,27 +2,30 @@
 
 Why a module of its own: :mod:`.statistics` (the exact path) is the definition on a server,
 one aggregation per field over ``[W:step]`` subqueries; this computes the *same numbers* from
-the per-series reads of :mod:`.per_series` wherever they provably are the same, and hands the
-other slices to the exact path, restricted to them (:meth:`Queries.restricted`).
+the per-series reads of :mod:`.per_series` wherever they provably are the same, and asks the
+exact queries, restricted to the slices concerned (:meth:`Queries.restricted`), for the rest.
+Each slice takes one of three routes (:func:`_route`):
 
-A slice is settled by its reads when:
-
-* it has at most one activity series and one memory series in the statistics' range
-  (several series of one quantity, from a pod change under dcgm-exporter, a restarted
-  exporter, two name generations or letter cases, cannot be merged into one quantile);
-* none of their samples is NaN (``sum_over_time`` is NaN) or out of range
-  (:func:`.quality.suspects`): the exact path drops or clamps those per interval;
-* each holds at most one sample per step interval (its raw count equals the intervals
-  holding a sample): the exact path's per-interval values are then the raw samples, and
-  quantiles, maximum and each cell's mean over them are the exact path's, bit for bit.
+* **reads**: at most one activity and one memory series, no NaN or out-of-range sample (the
+  exact path drops or clamps those per interval), at most one sample per step interval (the
+  raw count equals the intervals holding a sample). The raw samples are then the exact
+  path's per-interval values: quantiles, maximum and each cell's mean are the exact path's,
+  bit for bit (the same engine function over the same values).
+* **merge**: the same, but a quantity has several series that never hold a sample in the
+  same interval (a pod change under dcgm-exporter, whose pod labels the measurements; an
+  exporter restarted under a new ``instance``). Counts and maxima still come from the reads;
+  the quantiles come from the exact path's quantile queries restricted to these slices, and
+  the mean of a cell where two activity series meet from its hourly mean at that cell (``@``).
+* **exact**: everything else (NaN or out-of-range samples, a faster scrape than the step, two
+  series of one quantity in one interval): the exact path, restricted to these slices.
 
 Counts of step intervals (samples, coverage, allocation, owners, each cell's allocation, the
 newest interval) combine any number of series exactly, through :mod:`.cells`: the exact
 path's ``count by (slice)`` per step becomes a union of each series' intervals, settled by
 the cells' counts or, for the few cells where they cannot settle it, by their bit masks.
 dcgm-exporter's memory total (``FB_USED + FB_FREE`` in the newest interval with both) is
-read the same way when one used and one free series end in the same interval; otherwise
-that slice's total comes from the exact query, restricted to it.
+read the same way from the used and free series with the newest sample when they end in the
+same interval; otherwise that slice's total comes from the exact query, restricted to it.
 """
 
 from __future__ import annotations
