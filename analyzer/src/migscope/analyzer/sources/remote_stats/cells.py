@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+from migscope.core.errors import MigscopeError
+
 __all__ = [
     "MAX_MASK_BITS",
     "Grid",
@@ -147,7 +149,7 @@ class Presence:
         return int(self.counts.sum())
 
 
-class Unsettled(Exception):
+class Unsettled(MigscopeError):
     """Counts cannot settle a union or a newest interval: these cells need masks.
 
     Attributes:
