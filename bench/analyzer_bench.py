@@ -5,13 +5,14 @@ Run ``python bench/analyzer_bench.py [--slices 112 1000] [--modes fast exact]``.
 For each size N the benchmark writes a synthetic week of history at a 60 s resolution for N
 MIG slices (56 per node: 8 H200 GPUs of 7 ``1g.18gb`` slices), in the migscope dialect: per
 slice ``migscope_mig_info`` (profile, placement), ``migscope_mig_graphics_active_ratio``,
-``migscope_mig_memory_used_bytes``, ``migscope_mig_energy_estimated_joules_total`` for the
-whole week, ``migscope_mig_pod_info`` for the spans a pod holds the slice (80 % of the slices
-are held, by one or two pods), and ``migscope_gpu_info`` per GPU. Labels are ``node``,
-``gpu``, ``gpu_uuid``, ``gpu_instance_id``, ``mig_uuid`` and the scrape's ``instance``, as
-after the relabelling of ``docs/metrics.md``. With ``--restarts F`` a share F of the nodes
-have their exporter restarted in the middle of the week (a new ``instance``: two series per
-slice and quantity, which the fast path merges with the exact quantile queries).
+``migscope_mig_memory_used_bytes`` (at most the total), ``migscope_mig_memory_total_bytes``
+and ``migscope_mig_energy_estimated_joules_total`` for the whole week,
+``migscope_mig_pod_info`` for the spans a pod holds the slice (80 % of the slices are held,
+by one or two pods), and ``migscope_gpu_info`` per GPU. Labels are ``node``, ``gpu``,
+``gpu_uuid``, ``gpu_instance_id``, ``mig_uuid`` and the scrape's ``instance``, as after the
+relabelling of ``docs/metrics.md``. With ``--restarts F`` a share F of the nodes have their
+exporter restarted in the middle of the week (a new ``instance``: two series per slice and
+quantity, which the fast path merges with the exact quantile queries).
 
 The OpenMetrics text is assembled with numpy as fixed-width byte rows (no per-sample Python),
 backfilled with ``promtool tsdb create-blocks-from openmetrics --max-block-duration=168h``
@@ -57,7 +58,7 @@ POINTS = WEEK // STEP
 GPUS_PER_NODE = 8
 SLICES_PER_GPU = 7
 SLICES_PER_NODE = GPUS_PER_NODE * SLICES_PER_GPU
-SLICE_BYTES = 18 * 1024**3  # an H200 1g.18gb slice
+SLICE_BYTES = 16_384 * 1024**2  # an H200 1g.18gb slice: 16,384 MiB (the catalogue's, NVML's)
 CHUNK = 128  # slices assembled at once (bounds the generator's memory)
 
 U8 = npt.NDArray[np.uint8]
@@ -209,6 +210,11 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
     family("migscope_mig_info", info, placement)
     family("migscope_mig_graphics_active_ratio", activity)
     family("migscope_mig_memory_used_bytes", memory)
+
+    def capacity(idx: npt.NDArray[np.int64]) -> U8:
+        return np.broadcast_to(digits(np.array([SLICE_BYTES]), 11), (len(idx), POINTS, 11))
+
+    family("migscope_mig_memory_total_bytes", capacity)
     family("migscope_mig_energy_estimated_joules_total", energy)
     # Pod info: variable spans, so one series at a time.
     for i in part:

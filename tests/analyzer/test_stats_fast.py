@@ -37,7 +37,7 @@ from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, r
 from support.victoria import VictoriaServer, requires_victoria
 
 from migscope.analyzer.dialect import Dialect
-from migscope.analyzer.model import SliceStats
+from migscope.analyzer.model import SliceKey, SliceStats
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.sources.prometheus import PrometheusClient
@@ -52,6 +52,8 @@ from migscope.analyzer.sources.remote_stats.cells import (
     union,
 )
 from migscope.analyzer.sources.remote_stats.concurrency import ordered_map
+from migscope.analyzer.sources.remote_stats.quality import bad_values
+from migscope.analyzer.sources.remote_stats.queries import MAX_QUERY_CHARS, Queries, _batches
 from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.cli.main import cli
 
@@ -164,6 +166,54 @@ def test_ordered_map_raises_the_first_failure_in_turn() -> None:
     assert [next(results), next(results)] == [0, 1]
     with pytest.raises(RuntimeError, match="chunk 2"):
         next(results)
+
+
+@pytest.mark.parametrize(
+    ("family", "low", "high", "bad"),
+    [
+        ("activity", 0.0, 1.0, False),
+        ("activity", None, None, False),  # no sample
+        ("activity", -0.1, 0.5, True),
+        ("activity", 0.0, 1.0000001, True),
+        ("activity", 0.0, math.inf, True),
+        ("memory", 0.0, 1e12, False),  # memory has no ceiling (capped at the total later)
+        ("memory", -1.0, 1e12, True),
+        ("memory", 0.0, math.inf, True),
+    ],
+)
+def test_bad_values_is_suspects_rule(
+    family: str, low: float | None, high: float | None, bad: bool
+) -> None:
+    assert bad_values(family, low, high) is bad
+
+
+def test_parts_are_packed_under_the_query_length_limit() -> None:
+    parts = ["a" * 5000, "b" * 5000, "c" * 5000, "d" * 20_000, "e"]
+    batches = _batches(parts)
+    assert batches == [["a" * 5000, "b" * 5000], ["c" * 5000], ["d" * 20_000], ["e"]]
+    assert all(len(" or ".join(b)) <= MAX_QUERY_CHARS for b in batches if len(b) > 1)
+
+
+def test_a_restricted_query_names_each_node_its_gpus_and_instances() -> None:
+    run = RemoteSliceStats(
+        dialect=Dialect.DCGM,
+        semantics="prometheus2",
+        window_start=0.0,
+        window_end=3600.0,
+        node_label="Hostname",
+        node_fallbacks=("hostname",),
+        nodes=("a", "b"),
+    )
+    with PrometheusClient("http://127.0.0.1:1") as client:
+        q = Queries(client, run, step=60, period=None)
+        key = SliceKey("b", 3, "GPU-b3", 5)
+        narrowed = q.restricted([(SliceKey("a", 0, "GPU-a0", 1), "1g.10gb"), (key, "2g.20gb")])
+        text = narrowed.over("count_over_time", "DCGM_FI_DEV_FB_USED", ["ignored"], "1m")
+    assert "ignored" not in text
+    assert 'GPU_I_ID=~"(?:|1)",Hostname=~"(?:a)",gpu=~"(?:0)"' in text
+    assert 'GPU_I_ID=~"(?:|5)",Hostname=~"(?:b)",gpu=~"(?:3)"' in text
+    assert text.count("label_replace") == 2  # the hostname fallback, once per node
+    assert q.only is None  # the original is untouched
 
 
 # --------------------------------------------------------------------------------------------

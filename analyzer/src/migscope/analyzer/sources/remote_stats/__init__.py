@@ -55,10 +55,19 @@ a points limit (the 11,000-point limit is for range queries only) and VictoriaMe
 bounds a query's cost is the number of series in it, which ``chunk_nodes`` limits (and with
 it ``--query.max-samples`` pressure at a 15 s scrape).
 
+The fast path (``stats="fast"``, :mod:`.fast`) computes the same numbers without the per-step
+work across series that makes the queries above costly (each statistic, evaluated at every
+step of a week for every series of a chunk, aggregates and filters them 10,080 times): it
+reads each series alone in a few raw passes and combines them per slice in Python, and sends
+the exact queries above, restricted to them, for the slices its reads cannot settle. Which
+path runs is :mod:`.modes`'s choice (``auto``: exact up to 64 slices).
+
 The package, one job a module: :mod:`.window` (the snapped window), :mod:`.discovery` (engine,
 dialect, names and nodes, read at once), :mod:`.queries` (the PromQL building blocks),
-:mod:`.inventory` (which slices a chunk holds), :mod:`.statistics` (their fields),
-:mod:`.quality` (the numbers out of range), :mod:`.result` (the iterator, its cost and its
+:mod:`.inventory` (which slices a chunk holds), :mod:`.statistics` (their fields, the exact
+path), :mod:`.quality` (the numbers out of range), :mod:`.per_series` (the fast path's reads),
+:mod:`.cells` (its interval counts), :mod:`.fast` (its slices), :mod:`.modes` (which path),
+:mod:`.concurrency` (a few chunks at once), :mod:`.result` (the iterator, its cost and its
 notes) and :mod:`.evaluate` (the entry point).
 """
 
