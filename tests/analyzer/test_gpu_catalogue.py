@@ -252,3 +252,15 @@ def test_the_real_h200s_own_table_agrees_with_the_catalogue() -> None:
     assert compare(gpu.table, h200, gpu.driver) == []
     chosen = choose_catalogue([gpu])
     assert chosen.model("H200-141GB") is h200
+
+
+def test_gpus_without_a_table_are_not_planned_with_a_contradicting_one() -> None:
+    """One node reports a table that contradicts the catalogue; another reports none: the
+    first is planned with its own table, the second (whose table is unknown) is left out."""
+    h200 = find_model("H200-141GB")
+    facts = [_facts("a", h200, _contradicting(h200)), _facts("b", h200, None)]
+    chosen = choose_catalogue(facts)
+    assert chosen.used["H200-141GB"].startswith("observed")
+    assert set(chosen.unplanned) == {"b"}
+    same = choose_catalogue([_facts("a", h200, _own_table(h200)), _facts("b", h200, None)])
+    assert same.unplanned == {}

@@ -154,6 +154,16 @@ def choose_catalogue(facts: Sequence[GpuFacts]) -> GpuCatalogue:
                 )
                 continue
             used[key] = f"observed: the own table of {len(gpus)} GPU(s)"
+            if any(d.severity == "error" for d in found):
+                # Its GPUs that did not report a table may be the built-in kind: neither
+                # table can be trusted for them, so their layouts stay as they are.
+                for fact in facts:
+                    if fact.model == key and fact.table is None:
+                        unplanned.setdefault(
+                            fact.node,
+                            f"GPU {fact.gpu_uuid} reported no profile table, and other {key} "
+                            "GPUs' own table contradicts the built-in one",
+                        )
             notes.append(
                 f"{key}: planned with the profile table the GPUs report ({len(gpus)} GPU(s), "
                 f"{tables[0].source}), not the built-in one, which differs: {_summary(found)}"
