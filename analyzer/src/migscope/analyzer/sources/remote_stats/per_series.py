@@ -11,12 +11,13 @@ combination is done in Python (:mod:`.fast`, :mod:`.cells`).
 Reads, per chunk of nodes (each one request; parts told apart by a ``migscope_part`` label,
 since range functions drop the metric name and two metrics share label sets):
 
-* :func:`weekly`: per activity/memory series over the statistics' range, the raw sample
-  count, ``quantile_over_time`` 0.5/0.95, ``max_over_time``, ``min_over_time``,
-  ``sum_over_time`` (NaN when a sample is NaN) and ``last_over_time``;
+* :func:`weekly`: per activity/memory series over the statistics' range,
+  ``quantile_over_time`` 0.5/0.95, ``max_over_time``, ``min_over_time``, ``sum_over_time``
+  (NaN when a sample is NaN) and ``last_over_time``;
 * :func:`cells`: per series of every family, the step intervals holding a sample in each
   cell (``sum_over_time(present_over_time(x[step])[period:step])``, a range query at
-  ``period``), and per activity series the raw mean of each cell;
+  ``period``), per activity and memory series the raw samples of each cell, and per
+  activity series the raw mean of each cell;
 * :func:`masks`: for the cells whose intervals must be told apart, bit masks of them
   (``sum_over_time((present_over_time(x[step]) * 2 ^ ((time() % span) / step))[span:step] @ t)``),
   only for the slices and cells concerned, with the ``@`` modifier.
@@ -67,14 +68,13 @@ class Spans:
 
     On Prometheus 2 ranges are closed: the exact path's ``[W:step]`` subqueries then evaluate
     at ``start`` too, reading the interval ``(start - step, start]``, and its counts use
-    ``W - 1ms``. The raw ranges here copy that: values over ``W + step - 1ms``, counts over
-    ``W - 1ms``, so that a series with at most one sample per interval gives the same
-    numbers.
+    ``W - 1ms``. The raw ranges here copy that: values over ``W + step - 1ms``, each cell's
+    counts over ``period - 1ms``, so that a series with at most one sample per interval gives
+    the same numbers.
 
     Attributes:
-        values: The range of the value statistics (quantiles, maximum, raw count).
-        cells: The range of one cell's count (``period``, less 1 ms when closed).
-        counted: The window's intervals, ``(start, end]`` (``W``, less 1 ms when closed).
+        values: The range of the value statistics (quantiles, maximum, minimum, sum).
+        cells: The range of one cell's counts and mean (``period``, less 1 ms when closed).
         interval: One step interval (``step``, less 1 ms when closed).
         step: The step.
         block: One mask block (``block * step``, less 1 ms when closed).
@@ -82,7 +82,6 @@ class Spans:
 
     values: str
     cells: str
-    counted: str
     interval: str
     step: str
     block: str
@@ -95,7 +94,6 @@ class Spans:
         return cls(
             values=duration((window_ms + (step - 1 if closed else 0)) / 1000),
             cells=duration((grid.period_ms - less) / 1000),
-            counted=duration((window_ms - less) / 1000),
             interval=duration((step - less) / 1000),
             step=duration(step / 1000),
             block=duration((grid.block * step - less) / 1000),
@@ -114,10 +112,13 @@ class Read:
             is also under the first one, see :meth:`Queries.over`).
         key: The slice it belongs to.
         presence: Intervals holding a sample, per cell (and masks where asked).
-        numbers: The weekly numbers (``counted``, ``extra``, ``p50``, ``p95``, ``max``,
+        numbers: The weekly numbers (``extra``, ``p50``, ``p95``, ``max``,
             ``min``, ``sum``, ``last``), in the series' own unit; absent when not read or
             when the series has no sample there.
         hourly: Raw mean of each cell (activity), NaN where the cell has no sample.
+        raw: Raw samples per cell (activity and memory), read in the same request as
+            ``presence``: compared with it, they say whether a series has more than one
+            sample in a step interval (see :attr:`regular`).
     """
 
     family: str
@@ -127,6 +128,7 @@ class Read:
     presence: Presence
     numbers: dict[str, float] = field(default_factory=dict)
     hourly: NDArray[np.float64] | None = None
+    raw: NDArray[np.int64] | None = None
 
     @property
     def scale(self) -> float:
@@ -143,9 +145,14 @@ class Read:
         """At most one sample per step interval over the statistics' range.
 
         Then the raw samples are the exact path's per-interval values, and raw statistics
-        equal its statistics.
+        equal its statistics. Raw samples and intervals with a sample are compared cell by
+        cell from one request (a live server's newest hour fills up between two requests);
+        a series that became irregular since the weekly read is still caught, since samples
+        are only added.
         """
-        return self.numbers.get("counted", 0.0) == self.presence.total and self.extra <= 1
+        if self.raw is None:
+            return not self.presence.total and self.extra <= 1
+        return bool(np.array_equal(self.raw, self.presence.counts)) and self.extra <= 1
 
 
 def _tagged(expr: str, tag: str) -> str:
@@ -207,7 +214,8 @@ class Reads:
 def cells(reads: Reads, nodes: Sequence[str]) -> None:
     """Per series of every family, intervals with a sample per cell; per activity series, means.
 
-    One range query at ``period`` from the first cell's end to the window's end.
+    One range query at ``period`` from the first cell's end to the window's end, which also
+    counts the raw samples of each activity and memory series per cell (:attr:`Read.regular`).
     """
     q, spans, grid = reads.q, reads.spans, reads.grid
     parts: list[str] = []
@@ -217,27 +225,34 @@ def cells(reads: Reads, nodes: Sequence[str]) -> None:
         expr = f"sum_over_time({present}[{spans.cells}:{spans.step}])"
         parts.append(_tagged(expr, f"p|{i}"))
     activity = set(reads.families.get(ACTIVITY, ()))
+    measured = activity | set(reads.families.get(MEMORY, ()))
     for i, metric in enumerate(metrics):
         if metric in activity:
             parts.append(_tagged(q.over("avg_over_time", metric, nodes, spans.cells), f"a|{i}"))
+        if metric in measured:
+            parts.append(_tagged(q.over("count_over_time", metric, nodes, spans.cells), f"c|{i}"))
     if not parts:
         return
     first, last = grid.cell_end(0), grid.cell_end(grid.cells - 1)
     for series in q.range_parts(parts, start=first, end=last, step=grid.period_ms / 1000):
         kind, _, index = series.labels.get(PART_LABEL, "").partition("|")
-        if kind not in ("p", "a") or not index.isdigit():
+        if kind not in ("p", "a", "c") or not index.isdigit():
             continue
         read = reads._read(metrics[int(index)], series.labels)
         if read is None:
             continue
         if kind == "a" and read.hourly is None:
             read.hourly = np.full(grid.cells, math.nan)
+        if kind == "c" and read.raw is None:
+            read.raw = np.zeros(grid.cells, dtype=np.int64)
         for t, value in series.points():
             h = grid.cell_of(t)
             if not 0 <= h < grid.cells:
                 continue
             if kind == "p":
                 read.presence.counts[h] = round(value) if math.isfinite(value) else 0
+            elif kind == "c" and read.raw is not None:
+                read.raw[h] = round(value) if math.isfinite(value) else 0
             elif read.hourly is not None:
                 read.hourly[h] = value
 
@@ -247,22 +262,21 @@ def weekly(reads: Reads, nodes: Sequence[str]) -> None:
 
     One instant query at the window's end: over the values' range the quantiles, maximum,
     minimum (for :func:`.quality.suspects`'s rule, negative values) and sum (NaN when a sample
-    is NaN); the sample count over the window's intervals, and on Prometheus 2 the count of
-    the extra interval its closed ranges read (``@ start``, see :class:`Spans`). The last
-    value of the memory, free and capacity series (dcgm-exporter's memory total) only where
-    the dialect has those.
+    is NaN); on Prometheus 2 the samples of the extra interval its closed ranges read
+    (``@ start``, see :class:`Spans`). The last value of the memory, free and capacity series
+    (dcgm-exporter's memory total) only where the dialect has those. (The raw sample counts
+    are read per cell by :func:`cells`, in the same request as the intervals.)
     """
     q, spans = reads.q, reads.spans
     dcgm = not q.migscope
     wanted = {
-        ACTIVITY: ("counted", "p50", "p95", "max", "min", "sum"),
-        MEMORY: ("counted", "p95", "max", "min", "sum", *(("last",) if dcgm else ())),
+        ACTIVITY: ("p50", "p95", "max", "min", "sum"),
+        MEMORY: ("p95", "max", "min", "sum", *(("last",) if dcgm else ())),
         FREE: ("last",),
         CAPACITY: ("last",),
     }
     start = q.run.window_start
     functions: dict[str, tuple[str, str | None, str, float | None]] = {
-        "counted": ("count_over_time", None, spans.counted, None),
         "p50": ("quantile_over_time", "0.5", spans.values, None),
         "p95": ("quantile_over_time", "0.95", spans.values, None),
         "max": ("max_over_time", None, spans.values, None),
@@ -278,7 +292,7 @@ def weekly(reads: Reads, nodes: Sequence[str]) -> None:
         for family, fields in wanted.items():
             if metric in reads.families.get(family, ()):
                 names.update(dict.fromkeys(fields))
-        if q.closed and "counted" in names:
+        if q.closed and "sum" in names:  # activity and memory
             names["extra"] = None
         for name in names:
             fn, arg, span, at = functions[name]
