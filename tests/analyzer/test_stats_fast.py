@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -873,3 +874,66 @@ def test_a_thanos_resolution_other_than_raw_is_said_in_the_report() -> None:
         assert client.params == {"max_source_resolution": "1h", "dedup": "true"}
         source = PrometheusSource(client)
         assert any("downsampled to 1h" in n for n in source.notes())
+
+
+@requires_victoria
+def test_a_live_server_whose_newest_hour_fills_up_during_the_run_keeps_the_fast_reads() -> None:
+    """Every request sees one more minute than the one before, as on a scraping server.
+
+    The window ends at the next full hour (what ``migscope analyze`` asks a live server for),
+    so its last hour is partly filled and grows while the fast path reads: a series' raw
+    samples and its intervals must be compared within one request, or every live slice would
+    look irregular and go to the exact queries.
+    """
+    now = float(int(time.time()) // STEP * STEP)
+    end = (now // 3600 + 1) * 3600
+    first = end - 3 * 3600
+    minutes = [first + STEP * k for k in range(1, int((now - 1800 - first) // STEP))]
+
+    def minute(t: float) -> list[HistorySeries]:
+        out = []
+        for gi in (1, 2, 3):
+            base = {
+                "node": "live",
+                "gpu": "0",
+                "gpu_uuid": "GPU-live",
+                "gpu_instance_id": str(gi),
+                "mig_uuid": f"MIG-live-{gi}",
+            }
+            out += [
+                HistorySeries("migscope_mig_info", {**base, "profile": "1g.18gb"}, [(t, 1.0)]),
+                HistorySeries("migscope_mig_graphics_active_ratio", base, [(t, 0.1 * gi)]),
+                HistorySeries("migscope_mig_memory_used_bytes", base, [(t, 1e9)]),
+                HistorySeries("migscope_mig_pod_info", {**base, "pod": f"p{gi}"}, [(t, 1.0)]),
+            ]
+        return out
+
+    history = [s for t in minutes for s in minute(t)]
+    with VictoriaServer(history) as vm:
+        arriving = iter(np.arange(minutes[-1] + STEP, now - 120, STEP).tolist())
+        arrived: list[float] = []
+
+        class Live(PrometheusClient):
+            """Imports the next minute before each query, as scrapes land between them."""
+
+            def query(self, *args: Any, **kwargs: Any) -> Any:
+                self._arrive()
+                return super().query(*args, **kwargs)
+
+            def query_range(self, *args: Any, **kwargs: Any) -> Any:
+                self._arrive()
+                return super().query_range(*args, **kwargs)
+
+            def _arrive(self) -> None:
+                t = next(arriving, None)
+                if t is not None:
+                    vm.load(minute(t))
+                    arrived.append(t)
+
+        with Live(vm.url, retries=0, trust_env=False) as client:
+            run = remote_slice_stats(client, start=first, end=end, stats="fast", workers=1)
+            stats = list(run)
+    assert len(arrived) >= 5  # the data did change between the fast path's requests
+    assert [s.key.gpu_instance_id for s in stats] == [1, 2, 3]
+    assert (run.fast_slices, run.exact_slices) == (3, 0)
+    assert all(s.activity_p50 is not None and s.coverage > 0 for s in stats)
