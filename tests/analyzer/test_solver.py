@@ -401,7 +401,8 @@ def pools(draw: st.DrawFn) -> tuple[GpuModel, list[GpuState], dict[str, int], bo
         instances = tuple(
             Instance(p.profile.name, p.start, b) for p, b in zip(placed, busy, strict=True)
         )
-        gpus.append(GpuState(node, index, instances))
+        frozen = bool(instances) and draw(st.integers(0, 3)) == 0  # a pinned slice on it
+        gpus.append(GpuState(node, index, instances, frozen=frozen))
     names = sorted({p.name for p in model.profiles})
     demand = draw(st.dictionaries(st.sampled_from(names), st.integers(0, 5), max_size=4))
     return model, gpus, demand, draw(st.booleans())
@@ -422,7 +423,7 @@ def test_plans_keep_busy_instances_stay_valid_and_beat_the_baselines(
         assert Counter(n for n, _ in placed) == Counter(row.proposed.layout.as_dict()), row
         if placed:
             assert is_valid(model, row.proposed.layout, keep=placed).ok
-        busy = [(i.profile, i.start) for i in state.instances if i.in_use]
+        busy = [(i.profile, i.start) for i in state.instances if i.in_use or state.frozen]
         assert sorted(row.kept) == sorted(busy)
         if allow_move:
             assert set(busy) - set(placed) == set(row.moved)
@@ -432,6 +433,8 @@ def test_plans_keep_busy_instances_stay_valid_and_beat_the_baselines(
             assert not row.moved
         gone = sorted((d.profile, d.start) for d in row.destroyed if d.in_use)
         assert gone == sorted(row.moved)
+        if state.frozen:
+            assert not row.changed, row
         if not row.changed:
             assert placed == [(i.profile, i.start) for i in state.instances]
         for name, count in row.demanded.items():
@@ -446,6 +449,9 @@ def test_plans_keep_busy_instances_stay_valid_and_beat_the_baselines(
     greedy = greedy_first_fit(model, gpus, demand, allow_move=allow_move)
     static = static_layout(model, gpus, demand, allow_move=allow_move)
     assert plan.weights == greedy.weights == static.weights
+    for baseline in (greedy, static):
+        for row in baseline.gpus:
+            assert not (by_key[(row.node, row.index)].frozen and row.changed), baseline.solve
     assert plan.objective <= greedy.objective
     assert plan.objective <= static.objective
     applied = apply_config(plan)
@@ -482,6 +488,29 @@ def random_pool(rng: random.Random, *, nodes: int) -> list[GpuState]:
                 )
             )
     return gpus
+
+
+def test_a_frozen_gpu_stays_when_a_free_one_shares_its_in_use_instances() -> None:
+    """Found at 10,000 slices (bench/analyzer_bench.py): a frozen GPU (a slice on it pins it)
+    and a free GPU whose in-use instances sit at the same starts share a pool, and the pool's
+    move columns served both; the demand was met best by growing the frozen one, and the
+    planner stopped with "planner changed frozen GPU" (or, without that check, would have
+    re-created every instance of a GPU it may not touch)."""
+    one = "1g.18gb"
+    pinned = GpuState("node-a", 0, tuple(Instance(one, s) for s in range(4)), frozen=True)
+    free = GpuState("node-b", 0, tuple(Instance(one, s, s < 4) for s in range(7)))
+    demand = {"2g.35gb": 1, one: 11}
+    for plan in (
+        plan_layouts(H200, [pinned, free], demand),
+        greedy_first_fit(H200, [pinned, free], demand),
+        static_layout(H200, [pinned, free], demand),
+    ):
+        rows = {row.node: row for row in plan.gpus}
+        assert not rows["node-a"].changed, plan.solve.method
+        assert rows["node-a"].proposed.layout.as_dict() == {one: 4}
+    best = plan_layouts(H200, [pinned, free], demand)
+    assert best.solve.status == "optimal"
+    assert best.unmet == {"2g.35gb": 1, one: 0} or best.unmet == {"2g.35gb": 1}
 
 
 def test_milp_is_never_worse_than_greedy_on_a_larger_pool() -> None:

@@ -94,7 +94,7 @@ def static_layout(
     for gpu in prep.gpus:
         if gpu.pool not in fits:
             fits[gpu.pool] = _holds(prep, fixed, gpu.pool)
-        targets.append(target if fits[gpu.pool] else gpu.current)
+        targets.append(target if fits[gpu.pool] and not gpu.frozen else gpu.current)
     return _finish(prep, targets, "static", weights, began)
 
 

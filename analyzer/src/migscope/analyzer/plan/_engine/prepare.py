@@ -70,12 +70,18 @@ class PreparedGpu:
 
 @dataclass
 class GpuClass:
-    """GPUs the MILP cannot tell apart: same current target, same kept instances."""
+    """GPUs the MILP cannot tell apart: same current target, kept instances and frozenness.
+
+    Frozen GPUs get classes of their own because a pool's move columns are shared by every
+    class in it: a frozen GPU and a free one with the same in-use instances would otherwise be
+    interchangeable, and a plan that changes "one GPU of the pool" could change the frozen one.
+    """
 
     id: int
     current: Target
     pool: PoolKey
     members: list[int] = field(default_factory=list)
+    frozen: bool = False
 
     @property
     def busy(self) -> bool:
@@ -163,8 +169,7 @@ def prepare(
         seen.add(name)
     ordered = sorted(gpus, key=lambda g: (g.node, g.index))
     classes: list[GpuClass] = []
-    frozen: set[PoolKey] = set()
-    class_of: dict[tuple[Target, PoolKey], int] = {}
+    class_of: dict[tuple[Target, PoolKey, bool], int] = {}
     prepared: list[PreparedGpu] = []
     for pos, gpu in enumerate(ordered):
         current, placements = current_placements(model, gpu)
@@ -179,13 +184,12 @@ def prepare(
             if not kept:
                 raise PlanInputError(f"GPU {gpu.node}/{gpu.index} is frozen but has no instances")
             pool = kept  # every instance where it is, even when others may move
-            frozen.add(pool)
         else:
             pool = tuple(sorted((n, ANYWHERE) for n, _ in kept)) if allow_move else kept
-        key = (current, pool)
+        key = (current, pool, gpu.frozen)
         if key not in class_of:
             class_of[key] = len(classes)
-            classes.append(GpuClass(len(classes), current, pool))
+            classes.append(GpuClass(len(classes), current, pool, frozen=gpu.frozen))
         cls = class_of[key]
         classes[cls].members.append(pos)
         prepared.append(
@@ -208,22 +212,16 @@ def prepare(
     park = parked_target(parked)
     names = frozenset(wanted)
     candidates = {
-        pool: ([_as_is(model, pool)] if pool in frozen else _candidates(model, pool, names, park))
-        for pool in sorted(pools)
+        pool: (
+            []  # only frozen GPUs: nothing to move to (their classes are kept whole)
+            if all(classes[c].frozen for c in members)
+            else _candidates(model, pool, names, park)
+        )
+        for pool, members in sorted(pools.items())
     }
     return Prepared(
         model, wanted, prepared, classes, pools, candidates, park, allow_move, park_free
     )
-
-
-def _as_is(model: GpuModel, pool: PoolKey) -> Target:
-    """The only target of a frozen GPU's pool: exactly the instances it has.
-
-    A GPU that is not frozen but holds only in-use instances at the same starts shares the
-    pool, and so keeps its layout too: changing it could only add instances in its free
-    slices, at the price of re-creating every busy one.
-    """
-    return Target(Layout.of(model, [name for name, _ in pool]))
 
 
 def _pair(

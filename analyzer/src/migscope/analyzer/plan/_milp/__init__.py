@@ -2,7 +2,8 @@
 
 Variables (all integer):
 
-* ``k[c]``: GPUs of class ``c`` that keep their current target (``0..|c|``).
+* ``k[c]``: GPUs of class ``c`` that keep their current target (``0..|c|``; exactly ``|c|``
+  for a class of frozen GPUs).
 * ``m[K, t]``: GPUs of pool ``K`` (same kept instances) that change to candidate ``t``.
 * ``Z[t]``: GPUs with target ``t`` that are *used* (hold a demanded or in-use instance).
 * ``y[t, p]``, ``yb[t, p]``: instances of profile ``p`` counted towards demand on GPUs with

@@ -125,7 +125,9 @@ def build(prep: Prepared, weights: Weights, extra: Sequence[Choice]) -> tuple[Li
         size = len(group.members)
         cost = weights.change + (weights.busy_change if group.busy else 0.0)
         lp.rest_offset += cost * size
-        cols.keep[group.id] = lp.col(-cost, 0.0, float(size))
+        # A frozen class keeps every GPU: the bound, not the candidates, enforces it, since
+        # its pool's move columns may serve free classes with the same in-use instances.
+        cols.keep[group.id] = lp.col(-cost, float(size) if group.frozen else 0.0, float(size))
 
     for pool in sorted(prep.pools):
         size = prep.pool_size(pool)
