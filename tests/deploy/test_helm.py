@@ -157,6 +157,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             "policy": {"idle": {"activity_p95_below": 0.02}},
             "extraArgs": ["--what-if=*=all-balanced"],
             "pendingPods": "on",
+            "stats": "fast",
             "objective": "minimal-change",
         },
         "report": {"storage": {"type": "emptyDir"}, "timeZone": "UTC", "keep": 3},
@@ -990,6 +991,7 @@ def test_analyzer_settings_reach_both_jobs_and_the_policy_parses() -> None:
         assert "--bearer-token-file=/etc/migscope/prometheus/token" in args
         assert "--price-per-gpu-hour=3.5" in args
         assert "--pending-pods=on" in args
+        assert "--stats=fast" in args
         assert "--what-if=*=all-balanced" in args
         mounts = {m["mountPath"] for m in analyze["volumeMounts"]}
         assert {"/etc/migscope/policy", "/etc/migscope/prometheus"} <= mounts

@@ -193,6 +193,7 @@ Every flag must exist in `migscope analyze --help` (tests/deploy/test_helm.py ch
 - --timeout={{ $a.timeout }}
 - {{ printf "--window=%s" $a.window | quote }}
 - --step={{ $a.step }}
+- --stats={{ $a.stats }}
 - --headroom={{ $a.headroom }}
 - --objective={{ $a.objective }}
 - --time-limit={{ $a.timeLimit }}
