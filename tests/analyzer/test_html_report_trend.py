@@ -205,6 +205,9 @@ def test_base_urls_accepted(url: str, base: str) -> None:
         ("https://grafana.example/?orgId=1", "no query or fragment"),
         ("https://grafana.example/#x", "no query or fragment"),
         ("https://grafana.example:99999/", "not a URL"),
+        ("https://grafana.example/a b", "characters a URL cannot hold: ' '"),
+        ("https://grafana.example/g>[x](javascript:x)", "characters a URL cannot hold: '>'"),
+        ("https://grafana.example/g\nb", "characters a URL cannot hold: '\\n'"),
     ],
 )
 def test_base_urls_refused(url: str, message: str) -> None:

@@ -20,9 +20,12 @@ from urllib.parse import quote, urlsplit
 
 from migscope.core.dashboards import DASHBOARDS
 from migscope.core.errors import UserError
+from migscope.core.spec.v1 import ReportV1
 
 __all__ = [
     "DASHBOARD_FILES",
+    "DASHBOARD_TITLES",
+    "DashboardLinks",
     "GrafanaUrlError",
     "dashboard_uids",
     "dashboard_url",
@@ -37,6 +40,13 @@ DASHBOARD_FILES: Mapping[str, str] = {
 }
 """The report's name for each dashboard → its file in ``dashboards/``."""
 
+DASHBOARD_TITLES: Mapping[str, str] = {
+    "fleet": "fleet",
+    "node": "nodes and slices",
+    "namespaces": "namespaces",
+}
+"""What a report calls each dashboard in its links, in the order it lists them."""
+
 
 class GrafanaUrlError(UserError):
     """``--grafana-url`` is not a plain http(s) address of a Grafana."""
@@ -48,17 +58,27 @@ def dashboard_uids() -> dict[str, str]:
     return {name: str(DASHBOARDS[file]()["uid"]) for name, file in DASHBOARD_FILES.items()}
 
 
+_NOT_IN_URLS = frozenset('<>"`{}|\\^')
+"""Characters RFC 3986 leaves out of URLs; in a link they would end it (``<url>`` in
+Markdown, an attribute in HTML) where a browser would not."""
+
+
 def normalise_base_url(url: str) -> str:
-    """``url`` without a trailing slash, after checking it is a plain http(s) address.
+    r"""``url`` without a trailing slash, after checking it is a plain http(s) address.
 
     Args:
         url: Grafana's root as a browser reaches it (``https://grafana.example``, or with a
             sub-path when Grafana is served under one: ``https://example/grafana``).
 
     Raises:
-        GrafanaUrlError: another scheme, no host, a user or password, a query or a fragment.
+        GrafanaUrlError: another scheme, no host, a user or password, a query or a fragment,
+            or a character no URL holds (white space, control characters, ``<>"`{}|\\^``).
     """
     text = url.strip()
+    odd = sorted({c for c in text if c.isspace() or not c.isprintable() or c in _NOT_IN_URLS})
+    if odd:
+        shown = " ".join(repr(c) for c in odd)
+        raise GrafanaUrlError(f"--grafana-url {url!r}: characters a URL cannot hold: {shown}")
     try:
         parts = urlsplit(text)
         port = parts.port  # a bad port raises here
@@ -115,3 +135,22 @@ def dashboard_url(
     for name, value in (variables or {}).items():
         query.append(f"var-{quote(name, safe='')}={quote(value, safe='')}")
     return f"{root}/d/{quote(uid, safe='')}?{'&'.join(query)}"
+
+
+class DashboardLinks:
+    """Links to migscope's dashboards over a report's window (none without ``grafana``)."""
+
+    def __init__(self, report: ReportV1) -> None:
+        self.base = report.grafana.url if report.grafana is not None else None
+        self.uids: Mapping[str, str] = report.grafana.dashboards if report.grafana else {}
+        self.start = report.window.start_unix
+        self.end = report.window.end_unix
+
+    def url(self, dashboard: str, **variables: str) -> str | None:
+        """A link to ``dashboard`` (a :data:`DASHBOARD_FILES` name), None without Grafana."""
+        uid = self.uids.get(dashboard)
+        if self.base is None or uid is None:
+            return None
+        return dashboard_url(
+            self.base, uid, start_unix=self.start, end_unix=self.end, variables=variables
+        )

@@ -1,8 +1,10 @@
 """The Markdown report: what a platform engineer reads on Monday morning.
 
-Summary first (how much is wasted, what the plan frees), then the idle slices with the pods
-holding them (the people to talk to), waste per namespace, the per-node recommendations,
-and the mig-parted config to apply. It renders from the validated report contract
+Summary first (how much is wasted, what the plan frees, the change since the previous run),
+the next step (the same decision and commands as the HTML report: :mod:`.next_step`) and
+links to the Grafana dashboards over the window, then the idle slices with the pods holding
+them (the people to talk to), waste per namespace, the per-node recommendations, the waste
+of earlier runs, and the mig-parted config to apply. It renders from the validated report contract
 (:class:`~migscope.core.spec.v1.ReportV1`), so everything in it is also in the JSON report.
 
 Names reach the report from Prometheus labels (node, namespace, pod, profile, pool), which
@@ -16,6 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from migscope.analyzer.report.grafana import DASHBOARD_TITLES, DashboardLinks
+from migscope.analyzer.report.next_step import next_step
+from migscope.analyzer.report.trend import per_week, waste_change
 from migscope.analyzer.safety import History
 from migscope.core.migparted import MigPartedConfig, emit_config
 from migscope.core.spec.v1 import GpuLayoutV1, ReportV1, SliceV1
@@ -104,6 +109,17 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
             f"- At {sav.price_per_gpu_hour:g} per GPU-hour: wasted "
             f"**{wasted}**, freed by the plan **{freed}** per window."
         )
+    change = waste_change(report)
+    if change is not None:
+        share = f", {change.share * 100:+.0f}%" if change.share is not None else ""
+        unit = " per week" if change.weekly else ""
+        lines.append(
+            f"- Since the run ending {change.before_end[:10]}: waste "
+            f"{change.before:,.1f} → {change.now:,.1f} GPU-hours{unit} "
+            f"({change.delta:+,.1f}{share})."
+        )
+    lines += _next_step_lines(report)
+    lines += _grafana_lines(report)
     current = [s for s in report.slices if s.current]
     idle = [s for s in current if s.status == "idle"]
     unalloc = [s for s in current if s.status == "unallocated"]
@@ -175,6 +191,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
             f"{_cell(solve['status'])}, gap {solve['gap']} |"
         )
     lines += _replay_lines(report.pools, report.what_if)
+    lines += _trend_lines(report)
     if report.mig_parted_config is not None:
         config = MigPartedConfig.model_validate(report.mig_parted_config)
         lines += ["", "## mig-parted config", "", "```yaml", emit_config(config).rstrip()]
@@ -182,6 +199,75 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def _next_step_lines(report: ReportV1) -> list[str]:
+    """The next step, worded from :func:`.next_step.next_step` (the HTML report's too)."""
+    step = next_step(report)
+    lines = ["", "## Next step", ""]
+    if step.kind == "snapshot":
+        lines.append(
+            f"Let the exporter collect at least {step.min_history_hours:g} h of history "
+            f"(there is {step.history_hours:.1f} h), then run the analysis again: a snapshot "
+            "recommends no change."
+        )
+    elif step.kind == "no-change":
+        lines.append("No layout change is needed.")
+    else:
+        lines += [
+            f"Apply the plan: {step.gpus_changed} GPU(s) on {step.nodes} node(s), "
+            f"{step.disruptive_nodes} of them disruptive ({step.pods_losing} pod(s) lose "
+            "their device). From the directory of this report, dry run first:",
+            "",
+            "```sh",
+            *step.commands,
+            "```",
+        ]
+    if step.idle_slices:
+        lines += ["", f"Ask the owners of the {step.idle_slices} idle slice(s) to give them back."]
+    if step.simulated:
+        lines += ["", "**Simulated data**: `migscope apply` refuses this plan."]
+    return lines
+
+
+def _grafana_lines(report: ReportV1) -> list[str]:
+    """Links to the dashboards over the window, when the report knows Grafana's address."""
+    links = DashboardLinks(report)
+    found = [(title, links.url(name)) for name, title in DASHBOARD_TITLES.items()]
+    shown = [f"[{title}](<{url}>)" for title, url in found if url is not None]
+    return ["", "Grafana over this window: " + ", ".join(shown) + "."] if shown else []
+
+
+def _trend_lines(report: ReportV1) -> list[str]:
+    """Earlier runs' waste, newest first, this one on top (nothing without a trend)."""
+    if not report.trend:
+        return []
+    sav = report.savings
+    rows = [
+        (
+            "this report",
+            report.window.end,
+            report.window.hours,
+            sav.wasted_gpu_hours,
+            sav.gpus_freed,
+        )
+    ] + [
+        (p.run, p.window_end, p.window_hours, p.wasted_gpu_hours, p.gpus_freed)
+        for p in reversed(report.trend)
+    ]
+    lines = [
+        "",
+        "## Waste of earlier runs",
+        "",
+        "| run | window end | hours | wasted GPU-h | per week | GPUs freeable |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {_cell(run)} | {_cell(end)} | {hours:g} | {wasted:,.1f} | "
+        f"{per_week(wasted, hours):,.1f} | {freed} |"
+        for run, end, hours, wasted, freed in rows
+    ]
+    return lines
 
 
 def _replay_lines(all_pools: list[dict[str, Any]], what_if: dict[str, Any] | None) -> list[str]:

@@ -27,9 +27,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from migscope.core.spec.v1 import REPORT_FILE, ProvenanceV1, SavingsV1, TrendPointV1, WindowV1
+from migscope.core.spec.v1 import (
+    REPORT_FILE,
+    ProvenanceV1,
+    ReportV1,
+    SavingsV1,
+    TrendPointV1,
+    WindowV1,
+)
 
-__all__ = ["LATEST", "MAX_TREND_RUNS", "Trend", "read_trend"]
+__all__ = [
+    "LATEST",
+    "MAX_TREND_RUNS",
+    "WEEK_HOURS",
+    "Trend",
+    "WasteChange",
+    "per_week",
+    "read_trend",
+    "waste_change",
+]
+
+WEEK_HOURS = 168.0
 
 MAX_TREND_RUNS = 52
 """Earlier runs kept in a trend: a year of weekly reports (the chart stays readable)."""
@@ -48,6 +66,51 @@ class Trend:
 
     points: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+
+
+def per_week(gpu_hours: float, window_hours: float) -> float:
+    """GPU-hours over a window as GPU-hours per week of window (0 for an empty window)."""
+    return gpu_hours * WEEK_HOURS / window_hours if window_hours > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class WasteChange:
+    """Wasted GPU-hours now against the previous run (what both report formats headline).
+
+    Attributes:
+        now: This run's wasted GPU-hours (per week when ``weekly``).
+        before: The previous run's, likewise.
+        weekly: The two windows differ in length, so both are scaled to a week.
+        before_end: The end of the previous run's window (ISO 8601, UTC).
+    """
+
+    now: float
+    before: float
+    weekly: bool
+    before_end: str
+
+    @property
+    def delta(self) -> float:
+        """Now less before: negative when the waste went down."""
+        return self.now - self.before
+
+    @property
+    def share(self) -> float | None:
+        """The change as a share of before, None when before was 0."""
+        return self.delta / self.before if self.before else None
+
+
+def waste_change(report: ReportV1) -> WasteChange | None:
+    """How the waste moved since the previous run in ``report.trend`` (None without one)."""
+    if not report.trend:
+        return None
+    before = report.trend[-1]
+    now, then = report.savings.wasted_gpu_hours, before.wasted_gpu_hours
+    weekly = round(before.window_hours, 1) != round(report.window.hours, 1)
+    if weekly:
+        now = per_week(now, report.window.hours)
+        then = per_week(then, before.window_hours)
+    return WasteChange(now, then, weekly, before.window_end)
 
 
 def read_trend(

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from migscope.analyzer.report.grafana import dashboard_url
+from migscope.analyzer.report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer.report.html.format import (
     STATUS_COLOURS,
     escape,
@@ -99,33 +99,15 @@ def _link(url: str | None, text: str, title: str) -> str:
     )
 
 
-class _Grafana:
-    """Links to the dashboards over the report's window (nothing without ``grafana``)."""
-
-    def __init__(self, report: ReportV1) -> None:
-        self.base = report.grafana.url if report.grafana is not None else None
-        self.uids: Mapping[str, str] = report.grafana.dashboards if report.grafana else {}
-        self.start = report.window.start_unix
-        self.end = report.window.end_unix
-
-    def url(self, dashboard: str, **variables: str) -> str | None:
-        uid = self.uids.get(dashboard)
-        if self.base is None or uid is None:
-            return None
-        return dashboard_url(
-            self.base, uid, start_unix=self.start, end_unix=self.end, variables=variables
-        )
+class _Grafana(DashboardLinks):
+    """The dashboards' links as the page shows them."""
 
     def header(self) -> str:
         if self.base is None:
             return ""
         links = [
             _link(self.url(name), title, f"Grafana: {title} over the report's window")
-            for name, title in (
-                ("fleet", "fleet"),
-                ("node", "nodes and slices"),
-                ("namespaces", "namespaces"),
-            )
+            for name, title in DASHBOARD_TITLES.items()
         ]
         return f'<p id="grafana">Grafana dashboards over this window:{"".join(links)}</p>'
 

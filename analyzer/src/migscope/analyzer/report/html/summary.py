@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from migscope.analyzer.report.html.format import badge, escape, hours, money, utc_time
-from migscope.analyzer.report.html.trend_svg import per_week
+from migscope.analyzer.report.next_step import next_step as step_of
+from migscope.analyzer.report.trend import waste_change
 from migscope.core.spec.v1 import ReportV1
 
 __all__ = ["made_at", "next_step", "summary_section"]
@@ -29,21 +30,17 @@ def _card(card_id: str, value: str, title: str, detail: str = "") -> str:
 
 def _trend_delta(report: ReportV1) -> str:
     """The change of wasted GPU-hours since the previous run, or "" without a trend."""
-    if not report.trend:
+    change = waste_change(report)
+    if change is None:
         return ""
-    before = report.trend[-1]
-    now, then, unit = report.savings.wasted_gpu_hours, before.wasted_gpu_hours, ""
-    if round(before.window_hours, 1) != round(report.window.hours, 1):
-        now = per_week(now, report.window.hours)
-        then = per_week(then, before.window_hours)
-        unit = " per week"
-    delta = now - then
-    share = f" ({delta / then * 100:+.0f}%)" if then else ""
+    delta = change.delta
+    unit = " per week" if change.weekly else ""
+    share = f" ({change.share * 100:+.0f}%)" if change.share is not None else ""
     arrow = "▲" if delta > 0 else "▼" if delta < 0 else "="
     cls = "up" if delta > 0 else "down" if delta < 0 else "same"
     return (
         f'<span class="delta {cls}" id="trend-delta">{arrow} {delta:+,.1f}{unit}{share} '
-        f"since the run ending {escape(before.window_end[:10])}</span>"
+        f"since the run ending {escape(change.before_end[:10])}</span>"
     )
 
 
@@ -117,42 +114,37 @@ def next_step(report: ReportV1) -> str:
     Returns:
         HTML: ``<div id="next-step">``.
     """
-    sav = report.savings
-    evidence = report.evidence
+    step = step_of(report)
     out = ['<div id="next-step"><h3>Next step</h3>']
     idle_people = ""
-    if sav.idle_slices:
+    if step.idle_slices:
         idle_people = (
-            f"Ask the owners of the {escape(sav.idle_slices)} idle slice(s) to give them back "
+            f"Ask the owners of the {escape(step.idle_slices)} idle slice(s) to give them back "
             '(<a href="#idle">idle and unallocated slices</a>, with the pods that hold them).'
         )
-    if evidence is not None and not evidence.enough_for_a_plan:
+    if step.kind == "snapshot":
         out.append(
-            f"<p>Let the exporter collect at least {hours(evidence.min_history_hours)} h of "
-            f"history (there is {hours(evidence.history_hours)} h), then run the analysis "
+            f"<p>Let the exporter collect at least {hours(step.min_history_hours)} h of "
+            f"history (there is {hours(step.history_hours)} h), then run the analysis "
             f"again: a snapshot recommends no change. {idle_people}</p>"
         )
-    elif not report.recommendations:
+    elif step.kind == "no-change":
         out.append(f"<p>No layout change is needed. {idle_people}</p>")
     else:
-        disruptive = [r for r in report.recommendations if r.disruptive]
-        pods = sum(len(r.pods_to_move) for r in disruptive)
-        drain = " --drain" if disruptive else ""
+        commands = escape("\n".join(step.commands))
         out.append(
-            f"<p>{idle_people} Apply the plan: {escape(sav.gpus_changed)} GPU(s) on "
-            f"{len(report.recommendations)} node(s), {len(disruptive)} of them disruptive "
-            f'({pods} pod(s) lose their device; <a href="#layouts">layouts</a>). From the '
-            "directory of this report, dry run first:</p>"
-            "<pre><code>migscope apply --plan node-plan.json\n"
-            f"migscope apply --plan node-plan.json --apply --max-nodes 1{drain}</code></pre>"
+            f"<p>{idle_people} Apply the plan: {escape(step.gpus_changed)} GPU(s) on "
+            f"{step.nodes} node(s), {step.disruptive_nodes} of them disruptive "
+            f'({step.pods_losing} pod(s) lose their device; <a href="#layouts">layouts</a>). '
+            "From the directory of this report, dry run first:</p>"
+            f"<pre><code>{commands}</code></pre>"
             '<p class="muted">The dry run says what would change and why a node would be '
             "skipped. <code>migscope apply</code> refuses a plan older than 24 h "
             "(<code>--max-plan-age</code>): run the analysis again if this report is older. "
             "In the cluster, the Helm chart's apply CronJob (<code>apply.enabled</code>) does "
             "this on its schedule.</p>"
         )
-    provenance = report.provenance
-    if provenance is not None and provenance.simulated:
+    if step.simulated:
         out.append(
             '<p class="warn" id="simulated"><b>Simulated data.</b> This report was made from '
             "the simulator: <code>migscope apply</code> refuses its plan.</p>"

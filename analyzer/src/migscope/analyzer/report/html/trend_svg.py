@@ -13,11 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from migscope.analyzer.report.html.format import STATUS_COLOURS, escape, hours, money
+from migscope.analyzer.report.trend import per_week
 from migscope.core.spec.v1 import ReportV1
 
-__all__ = ["WEEK_HOURS", "per_week", "trend_section"]
-
-WEEK_HOURS = 168.0
+__all__ = ["trend_section"]
 
 _BAR_W = 34
 _GAP = 14
@@ -38,11 +37,6 @@ class _Run:
     gpus_freed: int
     window_hours: float
     current: bool
-
-
-def per_week(gpu_hours: float, window_hours: float) -> float:
-    """GPU-hours over a window as GPU-hours per week of window (0 for an empty window)."""
-    return gpu_hours * WEEK_HOURS / window_hours if window_hours > 0 else 0.0
 
 
 def _runs(report: ReportV1) -> list[_Run]:
