@@ -113,7 +113,7 @@ def _hostile(report: dict[str, Any]) -> dict[str, Any]:
     }
     data["trend"] = [point]
     data["grafana"] = {
-        "url": f"https://grafana.example/{HOSTILE_NS}",
+        "url": "https://grafana.example/it's&amp",  # what a URL may hold that HTML may not
         "dashboards": {"fleet": HOSTILE_POD, "node": HOSTILE_NS, "namespaces": "x"},
     }
     data["provenance"]["source"] = {"kind": HOSTILE_POD, "url": HOSTILE_NS}
@@ -185,7 +185,7 @@ def test_hostile_names_are_escaped(report: dict[str, Any]) -> None:
     assert "what-if" in page
     assert html.escape(HOSTILE_NODE, quote=True) + "=" in page  # the what-if config
     assert 'id="trend-table"' in page
-    assert f'href="https://grafana.example/{html.escape(HOSTILE_NS, quote=True)}/d/' in page
+    assert 'href="https://grafana.example/it&#x27;s&amp;amp/d/' in page
     assert "onerror=alert(1)>" not in page
     assert "profile_note" not in page
 
