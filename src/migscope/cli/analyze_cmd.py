@@ -21,7 +21,7 @@ from typing import cast
 import click
 
 from migscope.analyzer.options import DEFAULT_TIME_LIMIT_SECONDS, AnalyzeOptions, Objective
-from migscope.analyzer.report import Format, ReportExtras, render, write_reports
+from migscope.analyzer.report import Format, ReportExtras, write_report, write_reports
 from migscope.analyzer.report.grafana import normalise_base_url
 from migscope.analyzer.report.trend import read_trend
 from migscope.analyzer.result import AnalysisResult
@@ -306,7 +306,7 @@ def write_outputs(
             for path in written.values():
                 click.echo(f"  {path}")
     if fmt is not None:
-        click.echo(render(result, fmt, extras=extras), nl=False)
+        write_report(result, fmt, sys.stdout, extras=extras)
 
 
 def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:

@@ -47,6 +47,12 @@ def json_safe(data: dict[str, JsonValue]) -> dict[str, JsonValue]:
     return {k: clean(v) for k, v in data.items()}
 
 
+def _rounded(value: float | None) -> float | None:
+    """:func:`_finite`, to 6 decimals."""
+    number = _finite(value)
+    return round(number, 6) if number is not None else None
+
+
 def _finite(value: float | None) -> float | None:
     """``value`` as a float, or None when it is missing or not finite (JSON has no NaN)."""
     if value is None:
@@ -161,11 +167,16 @@ class HourlyUse:
     allocated: tuple[float, ...]
 
     def to_dict(self) -> dict[str, JsonValue]:
-        """The buckets as JSON values (unknown activity as null)."""
+        """The buckets as JSON values (unknown activity as null), to 6 decimals.
+
+        Why rounded: 168 buckets and two series per slice are most of ``report.json``; a
+        mean's 17 significant digits are noise, and 1e-6 of a slice-hour is finer than any
+        threshold, chart or sum the report makes (at 10,000 slices: 81 MB instead of 97).
+        """
         return {
             "period_seconds": self.period_seconds,
-            "activity": [_finite(v) for v in self.activity],
-            "allocated": [_finite(v) for v in self.allocated],
+            "activity": [_rounded(v) for v in self.activity],
+            "allocated": [_rounded(v) for v in self.allocated],
         }
 
 

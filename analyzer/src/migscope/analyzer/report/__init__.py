@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
 from migscope.analyzer.report.data import ReportExtras, report_data
@@ -24,6 +24,7 @@ from migscope.analyzer.report.json_report import (
     json_text,
     render_json,
     validate_report,
+    write_json,
 )
 from migscope.analyzer.report.markdown import render_markdown
 from migscope.analyzer.result import AnalysisResult
@@ -44,6 +45,7 @@ __all__ = [
     "render_markdown",
     "report_data",
     "validate_report",
+    "write_report",
     "write_reports",
 ]
 
@@ -89,6 +91,29 @@ def render(
     return render_markdown(report) if fmt == "md" else render_html(report)
 
 
+def write_report(
+    result: AnalysisResult,
+    fmt: Format,
+    stream: TextIO,
+    *,
+    data: dict[str, Any] | None = None,
+    report: ReportV1 | None = None,
+    extras: ReportExtras | None = None,
+) -> None:
+    """:func:`render` into ``stream``, JSON piece by piece (:func:`write_json`).
+
+    Why: the JSON as one string is most of a run's peak memory at fleet scale.
+    """
+    if fmt != "json":
+        stream.write(render(result, fmt, data=data, report=report, extras=extras))
+        return
+    if data is None:
+        data = report_data(result, extras)
+    if report is None:
+        validate_report(data)
+    write_json(data, stream)
+
+
 def write_reports(
     result: AnalysisResult,
     out: str | os.PathLike[str],
@@ -115,7 +140,8 @@ def write_reports(
     report = validate_report(data)
     for fmt in formats:
         path = folder / FILE_NAMES[fmt]
-        path.write_text(render(result, fmt, data=data, report=report), encoding="utf-8")
+        with path.open("w", encoding="utf-8") as stream:
+            write_report(result, fmt, stream, data=data, report=report)
         written[fmt] = path
     if result.mig_parted is not None:
         path = folder / FILE_NAMES["mig-parted"]

@@ -7,12 +7,19 @@ shared with the applier and the HTML/Markdown renderers; this module only produc
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TextIO
 
 from migscope.analyzer.result import AnalysisResult
 from migscope.core.spec.v1 import ReportV1, json_schema, validate_report
 
-__all__ = ["ReportV1", "json_schema", "json_text", "render_json", "validate_report"]
+__all__ = [
+    "ReportV1",
+    "json_schema",
+    "json_text",
+    "render_json",
+    "validate_report",
+    "write_json",
+]
 
 
 def render_json(result: AnalysisResult) -> str:
@@ -29,3 +36,14 @@ def render_json(result: AnalysisResult) -> str:
 def json_text(data: dict[str, Any]) -> str:
     """Report data already validated, as indented JSON text (no NaN: JSON has none)."""
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def write_json(data: dict[str, Any], stream: TextIO) -> None:
+    """:func:`json_text` written piece by piece into ``stream``.
+
+    Why not the text: at 10,000 slices the report is ~80 MB of JSON, and building it as
+    one string (from millions of pieces) was the peak of a whole ``migscope analyze`` run:
+    956 MiB, against 702 MiB when streamed (measured, docs/analyzer-benchmark.md).
+    """
+    json.dump(data, stream, indent=2, allow_nan=False)
+    stream.write("\n")
