@@ -354,6 +354,18 @@ def _planted() -> list[Planted]:
             pods=[(_all(), _pod("ml", "r"))],
         )
     )
+    # The same exporter back after two minutes under the same instance label (the Helm
+    # chart sets instance to the node name): one series with a gap, settled by the reads.
+    add(
+        Planted(
+            "restart-same-instance",
+            "n2",
+            1,
+            4,
+            measure=[(_between(-math.inf, MID), {}), (_between(MID + 120, math.inf), {})],
+            pods=[(_all(), _pod("ml", "q"))],
+        )
+    )
     add(
         Planted(
             "old-gi",

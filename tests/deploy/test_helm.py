@@ -144,6 +144,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "serviceMonitor": {
             "labels": {"release": "kube-prometheus-stack"},
             "dropTargetLabels": "",
+            "instanceFromNode": False,
             "relabelings": [{"targetLabel": "cluster", "replacement": "prod", "action": "replace"}],
             "metricRelabelings": [
                 {"sourceLabels": ["__name__"], "regex": "migscope_build_info", "action": "drop"}
@@ -823,6 +824,8 @@ def test_service_monitor_labels_every_target_with_its_node() -> None:
             "action": "replace"} in endpoint["relabelings"]  # fmt: skip
     labels = relabel(TARGET, endpoint["relabelings"])
     assert labels["node"] == "gpu-node-a"
+    # a restarted exporter (a new pod address) continues the same series
+    assert labels["instance"] == "gpu-node-a"
     # the exporter pod's own namespace/pod/container are dropped: on *_pod_info series these
     # names are the workload's, and must not become exported_namespace/exported_pod
     assert not {"namespace", "pod", "container"} & labels.keys()
@@ -852,6 +855,7 @@ def test_pod_monitor_is_the_alternative() -> None:
     assert pod_labels[pm["spec"]["jobLabel"]] == "migscope"
     labels = relabel(TARGET, endpoint["relabelings"])
     assert labels["node"] == "gpu-node-a"
+    assert labels["instance"] == "gpu-node-a"
     assert "pod" not in labels
     with pytest.raises(helm.HelmError, match="exclude each other"):
         render_raw({"podMonitor": {"enabled": True}})
@@ -864,6 +868,7 @@ def test_extra_relabelings_come_after_the_node_and_the_drop_can_be_turned_off() 
     assert labels["node"] == "gpu-node-a"
     assert labels["cluster"] == "prod"
     assert labels["pod"] == TARGET["pod"]  # dropTargetLabels: ""
+    assert "instance" not in labels  # instanceFromNode: false: Prometheus sets __address__
     assert one(objs, "ServiceMonitor")["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 

@@ -129,6 +129,11 @@ Call with (list $ .Values.serviceMonitor).
 - sourceLabels: [__meta_kubernetes_pod_node_name]
   targetLabel: node
   action: replace
+{{- if $mon.instanceFromNode }}
+- sourceLabels: [__meta_kubernetes_pod_node_name]
+  targetLabel: instance
+  action: replace
+{{- end }}
 {{- if $mon.dropTargetLabels }}
 - regex: {{ $mon.dropTargetLabels | quote }}
   action: labeldrop
