@@ -72,7 +72,7 @@ def render(
 ) -> str:
     """The report in one format.
 
-    JSON, Markdown and HTML come from the report contract: ``data``
+    JSON, Markdown, HTML and CSV come from the report data: ``data``
     (:func:`report_data` of ``result`` and ``extras``) and ``report`` (it, validated) when
     the caller has them already, else built here.
 
@@ -80,10 +80,10 @@ def render(
         pydantic.ValidationError: the analysis breaks the report contract (a bug).
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    if fmt == "csv":
-        return render_csv(result)
     if data is None:
         data = report_data(result, extras)
+    if fmt == "csv":
+        return render_csv(result, data)
     if report is None:
         report = validate_report(data)  # a contract break fails here, in the analyzer
     if fmt == "json":

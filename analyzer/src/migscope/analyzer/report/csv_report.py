@@ -1,7 +1,8 @@
 """The CSV report: one row per slice, for spreadsheets and ``pandas.read_csv``.
 
 Columns are flat and stable (the JSON report's slice fields, evidence flattened to the
-numbers people sort by); unknown numbers are empty cells, never 0.
+numbers people sort by, the node pool and the GPU-hours the slice wasted, as the report's
+tables have them); unknown numbers are empty cells, never 0.
 
 Text cells come from Prometheus labels (node, namespace, pod...), which may hold anything,
 and a spreadsheet runs a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a CR as a
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from migscope.analyzer.report.data import report_data
 from migscope.analyzer.result import AnalysisResult
 
 __all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "neutralise", "render_csv"]
@@ -52,6 +54,8 @@ CSV_COLUMNS = (
     "memory_peak_bytes",
     "memory_total_bytes",
     "energy_joules",
+    "pool",
+    "wasted_gpu_hours",
     "reason",
 )
 """The CSV header, in order."""
@@ -72,19 +76,24 @@ def neutralise(value: _T) -> _T | str:
     return value
 
 
-def render_csv(result: AnalysisResult) -> str:
+def render_csv(result: AnalysisResult, data: dict[str, Any] | None = None) -> str:
     r"""One row per slice (history-only slices included, ``current`` says which).
+
+    Args:
+        result: The analysis.
+        data: Its report data (:func:`~.data.report_data`), when the caller has it already:
+            the rows are its slices, so pool and waste are the report's own numbers.
 
     Text cells are neutralised (:func:`neutralise`). The csv module quotes a cell holding a
     ``\n`` but not one holding a lone ``\r``, which readers take for the end of the row,
     so a row with one has all its text cells quoted.
     """
+    slices = (data if data is not None else report_data(result))["slices"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     quoting = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(CSV_COLUMNS)
-    for item in result.slices:
-        row = item.to_dict()
+    for row in slices:
         evidence = row["evidence"]
         assert isinstance(evidence, dict)
         merged = {**evidence, **row}
