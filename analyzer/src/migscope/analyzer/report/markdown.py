@@ -4,8 +4,9 @@ Summary first (how much is wasted, what the plan frees, the change since the pre
 the next step (the same decision and commands as the HTML report: :mod:`.next_step`) and
 links to the Grafana dashboards over the window, then the idle slices with the pods holding
 them (the people to talk to), waste per namespace, the per-node recommendations, the waste
-of earlier runs, and the mig-parted config to apply. It renders from the validated report contract
-(:class:`~migscope.core.spec.v1.ReportV1`), so everything in it is also in the JSON report.
+of earlier runs, and the mig-parted config to apply. It renders from the validated report
+contract (:class:`~migscope.core.spec.v1.ReportV1`), so everything in it is also in the JSON
+report.
 
 Names reach the report from Prometheus labels (node, namespace, pod, profile, pool), which
 may hold any text, so every such value goes through :func:`_cell` wherever it is written:
@@ -114,7 +115,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
         share = f", {change.share * 100:+.0f}%" if change.share is not None else ""
         unit = " per week" if change.weekly else ""
         lines.append(
-            f"- Since the run ending {change.before_end[:10]}: waste "
+            f"- Since the run ending {_cell(change.before_end[:10])}: waste "
             f"{change.before:,.1f} → {change.now:,.1f} GPU-hours{unit} "
             f"({change.delta:+,.1f}{share})."
         )
