@@ -125,3 +125,20 @@ def test_no_trend_section_without_earlier_runs() -> None:
     markdown = render_markdown(report)
     assert "## Waste of earlier runs" not in markdown
     assert "Since the run ending" not in markdown
+
+
+def test_an_edited_earlier_report_cannot_break_the_page(
+    reports: tuple[ReportV1, str, str],
+) -> None:
+    """Trend points come from report.json files on a volume anyone may have edited."""
+    report, _, _ = reports
+    assert report.trend is not None
+    hostile = report.trend[-1].model_copy(update={"window_end": "2026\n# x|y", "run": "r|\n## z"})
+    markdown = render_markdown(report.model_copy(update={"trend": [*report.trend[:-1], hostile]}))
+    assert "\n# x" not in markdown
+    assert "\n## z" not in markdown
+    line = next(x for x in markdown.splitlines() if x.startswith("- Since the run ending"))
+    assert "2026 # x\\|y" in line
+    rows = [x for x in _section(markdown, "Waste of earlier runs").splitlines() if "r\\|" in x]
+    assert len(rows) == 1
+    assert rows[0].count(" | ") == 5
