@@ -360,6 +360,26 @@ def proc_kib(pid: int, field: str) -> float:
 # Driver
 
 
+def import_into_victoria(url: str, path: Path) -> None:
+    """Stream a history file into VictoriaMetrics' ``/api/v1/import/prometheus``.
+
+    The file's lines end in Unix seconds; the import format wants milliseconds, so each line
+    gets ``000`` before its newline (comment lines too, which the import skips anyway).
+    """
+    import httpx
+
+    def body() -> Iterator[bytes]:
+        with open(path, "rb") as fh:
+            while lines := fh.readlines(16 << 20):
+                yield b"".join(lines).replace(b"\n", b"000\n")
+
+    with httpx.Client(base_url=url, timeout=None, trust_env=False) as http:
+        response = http.post("/api/v1/import/prometheus", content=body())
+        if response.status_code != 204:
+            raise RuntimeError(f"import refused: HTTP {response.status_code} {response.text[:300]}")
+        http.get("/internal/force_flush").raise_for_status()
+
+
 def bench_size(
     slices: int,
     runs: Sequence[tuple[str, int]],
@@ -369,6 +389,7 @@ def bench_size(
     restarts: float = 0.0,
     cli: bool = True,
     keep: Path | None = None,
+    engine: str = "prometheus",
 ) -> Iterator[dict[str, Any]]:
     """Generate, backfill, serve and measure one fleet size; one result per (mode, workers).
 
@@ -381,6 +402,7 @@ def bench_size(
     """
     sys.path.insert(0, str(ROOT / "tests"))
     from support.prometheus import PrometheusServer
+    from support.victoria import VictoriaServer
 
     kept = keep / f"{slices}-{restarts:g}" if keep is not None else None
     marker = kept / "bench.json" if kept is not None else None
@@ -426,6 +448,21 @@ def bench_size(
             if marker is not None:
                 marker.write_text(json.dumps({"t0": t0, **totals, "backfill_s": self.backfill_s}))
 
+    class ImportedServer(VictoriaServer):
+        """VictoriaMetrics with every part imported once it is up (no TSDB to reuse)."""
+
+        backfill_s = 0.0
+
+        def after_start(self) -> None:
+            begun, gen_before = time.perf_counter(), totals["gen_s"]
+            for k, part in enumerate(ranges):
+                part_path = path if k == 0 else generate(part)
+                import_into_victoria(self.url, part_path)
+                part_path.unlink()
+            self.backfill_s = time.perf_counter() - begun - (totals["gen_s"] - gen_before)
+
+    if engine == "victoria" and keep is not None:
+        raise SystemExit("--keep is for Prometheus's TSDB only")
     if reused:
         totals.update({k: reused[k] for k in totals})
         print(f"# reusing the TSDB in {kept} (week starting {t0})", flush=True)
@@ -434,15 +471,24 @@ def bench_size(
         path = generate(ranges[0])
     # A week of 1,400 slices per query outlasts Prometheus's default 2 min query timeout on
     # two busy cores; the benchmark measures evaluation cost, so it lifts the limit.
-    server = TimedServer(openmetrics=path, startup_timeout=600.0, extra_args=["--query.timeout=1h"])
+    server: PrometheusServer | VictoriaServer = (
+        TimedServer(openmetrics=path, startup_timeout=600.0, extra_args=["--query.timeout=1h"])
+        if engine == "prometheus"
+        # The same lifted limit (VictoriaMetrics stops a query after 30 s by default), and no
+        # rollup cache: runs repeat each other's queries, which a weekly job never does.
+        else ImportedServer(
+            startup_timeout=600.0,
+            extra_args=["-search.maxQueryDuration=1h", "-search.disableCache"],
+        )
+    )
     started = time.perf_counter()
     with server:
         ready_s = time.perf_counter() - started
-        backfill_s = reused.get("backfill_s", server.backfill_s)
+        backfill_s = reused.get("backfill_s", getattr(server, "backfill_s", 0.0))
         path.unlink(missing_ok=True)
         samples, gen_s, size_mib = totals["samples"], totals["gen_s"], totals["size_mib"]
         print(f"# {slices} slices: {samples:,} samples, {size_mib:,.0f} MiB in {gen_s:.1f} s")
-        print(f"# backfill {backfill_s:.1f} s, Prometheus ready after {ready_s:.1f} s")
+        print(f"# backfill/import {backfill_s:.1f} s, {engine} ready after {ready_s:.1f} s")
         assert server._proc is not None
         pid = server._proc.pid
 
@@ -468,6 +514,7 @@ def bench_size(
                 timed.add(mode)
             raw_s = raw.get("raw_s")
             yield {
+                "engine": engine,
                 "slices_generated": slices,
                 "restarted_nodes": int(fleet.restarted.sum()),
                 **raw,
@@ -525,6 +572,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parts", type=int, default=1, help="write+backfill in this many parts")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep", type=Path, help="keep (and reuse) each size's TSDB here")
+    parser.add_argument(
+        "--engine",
+        choices=["prometheus", "victoria"],
+        default="prometheus",
+        help="the server the history is loaded into (victoria: single-node VictoriaMetrics)",
+    )
     parser.add_argument("--measure", nargs=5, metavar=("URL", "START", "END", "MODE", "WORKERS"))
     parser.add_argument("--raw", nargs=2, metavar=("URL", "END"))
     args = parser.parse_args(argv)
@@ -547,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 restarts=args.restarts,
                 cli=not args.no_cli,
                 keep=args.keep,
+                engine=args.engine,
             ):
                 results.append(result)
                 print(json.dumps(result), flush=True)
