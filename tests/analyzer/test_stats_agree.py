@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from support.engines import ENGINES_AND_DIALECTS
 from support.prometheus import (
     HistorySeries,
     ManagedServer,
     PrometheusServer,
-    requires_prometheus,
     to_openmetrics,
 )
-from support.victoria import VictoriaServer, requires_victoria
+from support.victoria import VictoriaServer
 
 from migscope.analyzer.dialect import DIALECT_METRICS, Dialect, iter_slice_series
 from migscope.analyzer.model import SliceStats
@@ -231,12 +231,7 @@ class Case:
 
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(("prometheus", Dialect.MIGSCOPE), marks=requires_prometheus, id="prom-mig"),
-        pytest.param(("prometheus", Dialect.DCGM), marks=requires_prometheus, id="prom-dcgm"),
-        pytest.param(("victoria", Dialect.MIGSCOPE), marks=requires_victoria, id="vm-mig"),
-        pytest.param(("victoria", Dialect.DCGM), marks=requires_victoria, id="vm-dcgm"),
-    ],
+    params=ENGINES_AND_DIALECTS,
 )
 def case(request: pytest.FixtureRequest) -> Case:
     engine, dialect = request.param

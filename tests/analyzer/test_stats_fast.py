@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
+from support.engines import ENGINES_AND_DIALECTS
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
@@ -604,12 +605,7 @@ def _run(client: PrometheusClient, stats: StatsMode) -> tuple[RemoteSliceStats, 
 
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(("prometheus", Dialect.MIGSCOPE), marks=requires_prometheus, id="prom-mig"),
-        pytest.param(("prometheus", Dialect.DCGM), marks=requires_prometheus, id="prom-dcgm"),
-        pytest.param(("victoria", Dialect.MIGSCOPE), marks=requires_victoria, id="vm-mig"),
-        pytest.param(("victoria", Dialect.DCGM), marks=requires_victoria, id="vm-dcgm"),
-    ],
+    params=ENGINES_AND_DIALECTS,
 )
 def case(request: pytest.FixtureRequest) -> Iterator[Case]:
     engine, dialect = request.param

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from support.engines import ENGINES_AND_DIALECTS
 from support.prometheus import (
     HistorySeries,
     ManagedServer,
@@ -32,7 +33,7 @@ from support.prometheus import (
     requires_prometheus,
     to_openmetrics,
 )
-from support.victoria import VictoriaServer, requires_victoria
+from support.victoria import VictoriaServer
 
 from migscope.analyzer.dialect import Dialect, indexes, iter_slice_series, keeps
 from migscope.analyzer.model import SliceStats
@@ -235,12 +236,7 @@ def test_the_embedded_source_keeps_re_created_instances_apart(dialect: Dialect) 
 
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(("prometheus", Dialect.MIGSCOPE), marks=requires_prometheus, id="prom-mig"),
-        pytest.param(("prometheus", Dialect.DCGM), marks=requires_prometheus, id="prom-dcgm"),
-        pytest.param(("victoria", Dialect.MIGSCOPE), marks=requires_victoria, id="vm-mig"),
-        pytest.param(("victoria", Dialect.DCGM), marks=requires_victoria, id="vm-dcgm"),
-    ],
+    params=ENGINES_AND_DIALECTS,
 )
 def through_server(
     request: pytest.FixtureRequest,
