@@ -21,7 +21,14 @@ from typing import cast
 import click
 
 from migscope.analyzer.options import DEFAULT_TIME_LIMIT_SECONDS, AnalyzeOptions, Objective
-from migscope.analyzer.report import Format, ReportExtras, write_report, write_reports
+from migscope.analyzer.report import (
+    Format,
+    ReportExtras,
+    report_data,
+    validate_report,
+    write_report,
+    write_reports,
+)
 from migscope.analyzer.report.grafana import normalise_base_url
 from migscope.analyzer.report.trend import read_trend
 from migscope.analyzer.result import AnalysisResult
@@ -295,9 +302,11 @@ def write_outputs(
     extras: ReportExtras | None = None,
 ) -> None:
     """Write the reports into ``out_dir`` (with a summary) and print ``fmt`` on stdout."""
+    data = report_data(result, extras)  # once for both: at fleet scale it is not cheap
+    report = validate_report(data)
     if out_dir is not None:
         try:
-            written = write_reports(result, out_dir, extras=extras)
+            written = write_reports(result, out_dir, data=data, report=report)
         except OSError as exc:
             raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
         if fmt is None:
@@ -306,7 +315,7 @@ def write_outputs(
             for path in written.values():
                 click.echo(f"  {path}")
     if fmt is not None:
-        write_report(result, fmt, sys.stdout, extras=extras)
+        write_report(result, fmt, sys.stdout, data=data, report=report)
 
 
 def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:

@@ -120,11 +120,14 @@ def write_reports(
     *,
     formats: Iterable[Format] = ("json", "md", "csv", "html"),
     extras: ReportExtras | None = None,
+    data: dict[str, Any] | None = None,
+    report: ReportV1 | None = None,
 ) -> dict[str, Path]:
     """Write the reports, the mig-parted config and the node plan into ``out``.
 
     The directory is created if needed; existing files of the same names are replaced (a
-    re-run updates a report in place).
+    re-run updates a report in place). ``data`` and ``report`` as in :func:`render`: a
+    caller that also prints a format passes them, so they are built once.
 
     Returns:
         ``{output: path}`` for every file written (keys as in :data:`FILE_NAMES`).
@@ -133,11 +136,13 @@ def write_reports(
         OSError: the directory cannot be created or written.
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    data = report_data(result, extras)  # once for every format: it recomputes the plan
+    if data is None:
+        data = report_data(result, extras)  # once for every format: it recomputes the plan
+    if report is None:
+        report = validate_report(data)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    report = validate_report(data)
     for fmt in formats:
         path = folder / FILE_NAMES[fmt]
         with path.open("w", encoding="utf-8") as stream:
