@@ -29,6 +29,7 @@ from migscope.analyzer.report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
 from migscope.analyzer.report.html.png import LEVELS, UNKNOWN
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.run import run
+from migscope.analyzer.sources.base import Source
 from migscope.cli.analyze_inputs import choose_source, parse_window
 from migscope.cli.demo_cmd import DEMO_FLEET
 from migscope.cli.main import cli
@@ -45,9 +46,9 @@ _RECT = re.compile(
 _LAYOUT = re.compile(r'<svg class="chart layout" data-node="([^"]*)" data-gpu="(\d+)"(.*?)</svg>')
 
 
-@pytest.fixture(scope="module")
-def result() -> AnalysisResult:
-    source = choose_source(
+def _demo_source() -> Source:
+    """The demo fleet, simulated, as ``migscope analyze --simulate`` chooses it."""
+    return choose_source(
         source=None,
         simulate=DEMO_FLEET,
         prometheus=None,
@@ -56,6 +57,11 @@ def result() -> AnalysisResult:
         timeout_s=60.0,
         progress=None,
     )
+
+
+@pytest.fixture(scope="module")
+def result() -> AnalysisResult:
+    source = _demo_source()
     return run(source, AnalyzeOptions(window_s=parse_window("2d")))
 
 
@@ -478,15 +484,7 @@ def test_a_week_is_not_a_snapshot(report: dict[str, Any]) -> None:
 
 
 def test_replay_table_has_the_what_if_layout() -> None:
-    source = choose_source(
-        source=None,
-        simulate=DEMO_FLEET,
-        prometheus=None,
-        embedded=False,
-        bearer_token_file=None,
-        timeout_s=60.0,
-        progress=None,
-    )
+    source = _demo_source()
     options = AnalyzeOptions(window_s=parse_window("2d"), what_if={"*": "all-balanced"})
     data = report_data(run(source, options))
     page = render_html(validate_report(data))
