@@ -47,7 +47,7 @@ from migscope.analyzer.dialect import (
     fields_of,
     pod_of,
 )
-from migscope.analyzer.model import HourlyUse, Owner, SliceInfo, SliceStats
+from migscope.analyzer.model import HourlyUse, SliceInfo, SliceStats
 from migscope.analyzer.sources.remote_stats.cells import Grid, Presence, Unsettled, newest, union
 from migscope.analyzer.sources.remote_stats.inventory import (
     dcgm_totals,
@@ -76,6 +76,7 @@ from migscope.analyzer.sources.remote_stats.quality import (
 from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.sources.remote_stats.statistics import (
     activity_mean,
+    allocation,
     identified_chunk_stats,
     quantile,
 )
@@ -540,8 +541,7 @@ def _assemble(
         return None if math.isnan(value) else value
 
     expected = max(1, q.window_ms // q.step_ms)
-    held_k = max(counts.held, max(counts.owners.values(), default=0))
-    seen_k = max(counts.seen, counts.covered, held_k)
+    allocated, owners = allocation(counts.held, counts.owners, counts.seen, counts.covered)
     hourly = None
     if q.buckets:
         per = grid.per
@@ -563,15 +563,8 @@ def _assemble(
         memory_peak_bytes=cap(number(memories, "max"), total),
         memory_p95_bytes=cap(number(memories, "p95", "mem_p95"), total),
         memory_total_bytes=total,
-        allocated_fraction=held_k / seen_k if seen_k else 0.0,
-        owners=tuple(
-            sorted(
-                (Owner(ns, pod, n / seen_k) for (ns, pod), n in counts.owners.items())
-                if seen_k
-                else (),
-                key=lambda o: (-o.fraction, o.namespace, o.pod),
-            )
-        ),
+        allocated_fraction=allocated,
+        owners=owners,
         energy_joules=None if key in bad_energy else finite(energy.get(key)),
         hourly=hourly,
         last_seen=None if counts.newest is None else grid.interval_end(counts.newest),

@@ -8,7 +8,7 @@ package docstring for how each query matches them).
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from migscope.analyzer.dialect import (
     MIG_ENERGY,
@@ -145,11 +145,9 @@ def identified_chunk_stats(
     for key in order:
         info, total = infos[key]
         pods = held_by.get(key, {})
-        # Each count bounds the one it is part of: an empty answer to one query (a server
-        # that lost a part of the data, a proxy's fault) must not discard what the others
-        # know, such as the pods holding the slice.
-        held_k = max(held_any.get(key, 0.0), max(pods.values(), default=0.0))
-        seen_k = max(seen.get(key, 0.0), covered.get(key, 0.0), held_k)
+        allocated, slice_owners = allocation(
+            held_any.get(key, 0.0), pods, seen.get(key, 0.0), covered.get(key, 0.0)
+        )
         yield (
             key,
             SliceStats(
@@ -165,20 +163,38 @@ def identified_chunk_stats(
                 memory_peak_bytes=cap(mem_peak.get(key), total),
                 memory_p95_bytes=cap(mem_p95.get(key), total),
                 memory_total_bytes=total,
-                allocated_fraction=held_k / seen_k if seen_k else 0.0,
-                owners=tuple(
-                    sorted(
-                        (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items())
-                        if seen_k
-                        else (),
-                        key=lambda o: (-o.fraction, o.namespace, o.pod),
-                    )
-                ),
+                allocated_fraction=allocated,
+                owners=slice_owners,
                 energy_joules=None if key in bad_energy else finite(energy.get(key)),
                 hourly=buckets.get(key, q.unused()) if q.buckets else None,
                 last_seen=newest.get(key),
             ),
         )
+
+
+def allocation(
+    held: float, pods: Mapping[tuple[str, str], float], seen: float, covered: float
+) -> tuple[float, tuple[Owner, ...]]:
+    """A slice's allocated fraction and owners from its step-interval counts.
+
+    Both statistics paths count the same intervals (held by any pod, held by each pod, with
+    any series, with a measurement); this turns the counts into the two fields, so that the
+    paths cannot drift apart. Each count bounds the one it is part of: an empty answer to
+    one query (a server that lost a part of the data, a proxy's fault) must not discard what
+    the others know, such as the pods holding the slice.
+
+    Returns:
+        ``(allocated_fraction, owners)``, owners by share then name.
+    """
+    held_k = max(held, max(pods.values(), default=0.0))
+    seen_k = max(seen, covered, held_k)
+    if not seen_k:
+        return 0.0, ()
+    owners = sorted(
+        (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items()),
+        key=lambda o: (-o.fraction, o.namespace, o.pod),
+    )
+    return held_k / seen_k, tuple(owners)
 
 
 def last_seen(q: Queries, metrics: Sequence[str], nodes: Sequence[str]) -> Values:
