@@ -212,3 +212,52 @@ def test_allocatable_is_what_the_plan_says() -> None:
             k: v for k, v in alloc.items() if k.startswith("nvidia.com/mig-") and v != "0"
         } == want
         assert STATE_ANNOTATION in c.node()["metadata"]["annotations"]
+
+
+@pytest.mark.parametrize(
+    ("resource", "labels"),
+    [
+        # The device plugin's time-slicing (and MPS) name for a replica of a MIG device.
+        ("nvidia.com/mig-2g.35gb.shared", {}),
+        # The single strategy: every MIG device is advertised as nvidia.com/gpu.
+        ("nvidia.com/gpu", {"nvidia.com/mig.strategy": "single"}),
+        ("nvidia.com/gpu.shared", {"nvidia.com/mig.strategy": "single"}),
+        # A resource renamed in the plugin's sharing config: any device at all.
+        ("nvidia.com/team-a-slice", {}),
+    ],
+)
+def test_every_name_the_device_plugin_gives_a_mig_device_is_at_risk(
+    resource: str, labels: dict[str, str]
+) -> None:
+    """Issue 20, item 1: a time-sliced pod's slice was re-created under it ("applied", rc 0)."""
+    with running_cluster() as c:
+        if labels:
+            c.api.patch("v1", "Node", "gpu-a", {"metadata": {"labels": labels}})
+        c.api.create(
+            pod(
+                "shared",
+                "ml",
+                node_name="gpu-a",
+                requests={resource: 1},
+                annotations={GPU_ANNOTATION: "1"},  # the sim: it holds a device of GPU 1
+            )
+        )
+        (out,) = c.applier().run(plan()).outcomes
+        assert out.result == "skipped", out.reason
+        assert "ml/shared" in out.reason
+        assert c.labels()[CONFIG_LABEL] == "all-balanced"
+        assert c.mig.recreated == []
+        (dry,) = c.applier(apply=False).run(plan()).outcomes
+        assert dry.result == "skipped"
+        assert "ml/shared" in dry.reason
+
+
+def test_the_mig_manager_sim_sees_a_time_sliced_pod_as_holding_its_gpu() -> None:
+    """The sim had the applier's blind spot: a ``.shared`` pod did not hold its device."""
+    with running_cluster() as c:
+        c.api.create(
+            pod("shared", "ml", node_name="gpu-a", requests={"nvidia.com/mig-2g.35gb.shared": 1})
+        )
+        c.api.patch("v1", "Node", "gpu-a", {"metadata": {"labels": {CONFIG_LABEL: "team-special"}}})
+        c.mig.wait_for_state("gpu-a", "failed")
+        assert [r.holders for r in c.mig.refused_in_use] == [("ml/shared",)]

@@ -155,6 +155,10 @@ class NodeCase:
             ),
         )
 
+    def node_before(self) -> dict[str, Any]:
+        """The node as the applier reads it before the change (its allocatable says mixed)."""
+        return {"metadata": {"labels": {}}, "status": {"allocatable": _resources(self.current)}}
+
     def running(self) -> list[dict[str, Any]]:
         """The pods that may hold devices (finished ones hold nothing)."""
         return [p for p in self.pods if p["status"]["phase"] not in ("Succeeded", "Failed")]
@@ -167,7 +171,7 @@ class NodeCase:
             return "skipped", "NotReady"
         if self.cordoned:
             return "skipped", "cordoned by someone else"
-        at_risk = pods_at_risk(self.change(), self.running())
+        at_risk = pods_at_risk(self.change(), self.running(), self.node_before())
         if at_risk and not drain:
             return "skipped", "pods at risk, no --drain"
         if set(at_risk) & self.blocked:
@@ -216,10 +220,12 @@ def _random_case(
         mig, layout = current[gpu]
         pod_name = f"p{serial}-{k}"
         requests: dict[str, Any] = {"cpu": "1"}
+        # Time-slicing and MPS replicas ask for the same device as ``<name>.shared``.
+        shared = ".shared" if rng.random() < 0.3 else ""
         if not mig:
-            requests["nvidia.com/gpu"] = 1
+            requests[f"nvidia.com/gpu{shared}"] = 1
         elif layout and rng.random() < 0.85:
-            requests[f"nvidia.com/mig-{rng.choice(layout)[0]}"] = 1
+            requests[f"nvidia.com/mig-{rng.choice(layout)[0]}{shared}"] = 1
         pinned = rng.random() < 0.8 and len(requests) > 1
         phase = "Succeeded" if rng.random() < 0.05 else "Running"
         obj = pod(
@@ -396,7 +402,7 @@ def _check(
                 k: int(v) for k, v in _resources(case.current).items() if k != "nvidia.com/gpu"
             }, w
         # (a) pods: none evicted without drain; with it, only those at risk of a change tried.
-        at_risk = set(pods_at_risk(case.change(), case.running()))
+        at_risk = set(pods_at_risk(case.change(), case.running(), case.node_before()))
         for obj in case.pods:
             key = f"{PODS_NS}/{obj['metadata']['name']}"
             if obj["metadata"]["name"] not in pods_left:

@@ -22,8 +22,10 @@ no transition at all, so a retry needs a different value, as upstream):
 4. knob ``stuck_pending``: stop here for good, operands paused (gpu-operator #2833);
 5. if a pod on the node holds a device of a GPU whose layout changes, the GPU is "in use by
    another client" → ``failed``. A pod holds devices through its containers' requests or
-   limits of ``nvidia.com/mig-<profile>`` (on any GPU that currently has that profile) or
-   ``nvidia.com/gpu`` (on any GPU with MIG disabled), or, precisely, on the GPU indices
+   limits of ``nvidia.com/mig-<profile>`` or its time-sliced ``nvidia.com/mig-<profile>.shared``
+   (on any GPU that currently has that profile) or ``nvidia.com/gpu``/``nvidia.com/gpu.shared``
+   (on any GPU with MIG disabled, and on a GPU with MIG enabled when the node's
+   ``nvidia.com/mig.strategy`` label is ``single``), or, precisely, on the GPU indices
    listed in its annotation :data:`GPU_ANNOTATION` (``"0,2"``). Pods that are Succeeded or
    Failed hold nothing;
 6. knob ``reboot``: ``rebooting``, the node's Ready condition goes False for
@@ -49,8 +51,10 @@ a reconcile whose answer showed the node's config label already changed to anoth
 (:attr:`MigManagerSim.overlaps`: someone relabelled the node while MIG Manager was still
 working on the previous change).
 
-Not reproduced: the ``single`` strategy (only ``mixed`` resources and labels are
-published), the operand pods themselves (only their deploy labels), CDI, host systemd units,
+Not reproduced: publishing the ``single`` strategy's resources (only ``mixed`` resources and
+labels are published; a ``single`` label only changes which pods hold a GPU, step 5), renamed
+resources (a test pins such a pod with :data:`GPU_ANNOTATION`), the operand pods themselves
+(only their deploy labels), CDI, host systemd units,
 the operator's own ``all-disabled`` default label, and per-instance placement (a layout is
 the multiset of profiles per GPU). Resource names are ``nvidia.com/mig-<profile>`` with the
 profile as the catalogue spells it (``+me`` profiles keep their ``+``; GFD count labels turn
@@ -81,6 +85,7 @@ __all__ = [
     "GPU_ANNOTATION",
     "PAUSED",
     "STATE_LABEL",
+    "STRATEGY_LABEL",
     "USER_AGENT",
     "Knobs",
     "MigManagerSim",
@@ -91,6 +96,9 @@ __all__ = [
 
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
+#: GFD's label naming the device plugin's MIG strategy (``single`` makes ``nvidia.com/gpu`` a
+#: MIG device on a GPU with MIG enabled).
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
 PAUSED = "paused-for-mig-change"
 DEPLOY_LABELS = tuple(
     f"nvidia.com/gpu.deploy.{c}"
@@ -445,8 +453,11 @@ class _NodeController:
             for i, (a, b) in enumerate(zip(current, desired, strict=True))
             if a.normalised() != b.normalised()
         ]
-        if self._in_use(current, changed):
-            self.sim._note_recreation(self._recreation(name, current, changed), refused=True)
+        strategy = ((obj.get("metadata") or {}).get("labels") or {}).get(STRATEGY_LABEL)
+        if self._in_use(current, changed, strategy):
+            self.sim._note_recreation(
+                self._recreation(name, current, changed, strategy), refused=True
+            )
             self._fail()  # "In use by another client"
             return
         if knobs.reboot:
@@ -460,7 +471,7 @@ class _NodeController:
         if knobs.fail or not all(_placeable(g) for g in desired):
             self._fail()
             return
-        self.sim._note_recreation(self._recreation(name, current, changed), refused=False)
+        self.sim._note_recreation(self._recreation(name, current, changed, strategy), refused=False)
         self.sim._set_gpus(self.node, desired)
         self.publish_devices()
         self._restore_operands()
@@ -489,20 +500,22 @@ class _NodeController:
                 return None
         return entries
 
-    def _in_use(self, current: Sequence[SimGpu], changed: Sequence[int]) -> bool:
+    def _in_use(
+        self, current: Sequence[SimGpu], changed: Sequence[int], strategy: str | None
+    ) -> bool:
         if not changed:
             return False
         pods = self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={self.node}")
         for pod in pods.items:
             if pod.status is not None and pod.status.phase in ("Succeeded", "Failed"):
                 continue
-            held = _held_gpus(self.client.sanitize_for_serialization(pod), current)
+            held = _held_gpus(self.client.sanitize_for_serialization(pod), current, strategy)
             if held & set(changed):
                 return True
         return False
 
     def _recreation(
-        self, name: str, current: Sequence[SimGpu], changed: Sequence[int]
+        self, name: str, current: Sequence[SimGpu], changed: Sequence[int], strategy: str | None
     ) -> Recreation:
         """What the change touches and who holds it now (read from the store: no request)."""
         pods = self.sim.api.list("v1", "Pod", field_selector=f"spec.nodeName={self.node}")
@@ -510,7 +523,7 @@ class _NodeController:
             f"{p['metadata'].get('namespace')}/{p['metadata']['name']}"
             for p in pods
             if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-            and _held_gpus(p, current) & set(changed)
+            and _held_gpus(p, current, strategy) & set(changed)
         )
         return Recreation(self.node, name, tuple(changed), tuple(holders))
 
@@ -645,7 +658,7 @@ def _resources(gpus: Sequence[SimGpu]) -> dict[str, int]:
     return counts
 
 
-def _held_gpus(pod: Mapping[str, Any], gpus: Sequence[SimGpu]) -> set[int]:
+def _held_gpus(pod: Mapping[str, Any], gpus: Sequence[SimGpu], strategy: str | None) -> set[int]:
     annotation = (pod.get("metadata", {}).get("annotations") or {}).get(GPU_ANNOTATION)
     if annotation is not None:
         return {int(i) for i in annotation.split(",") if i.strip()}
@@ -655,11 +668,21 @@ def _held_gpus(pod: Mapping[str, Any], gpus: Sequence[SimGpu]) -> set[int]:
         for section in ("requests", "limits"):
             for name, amount in (resources.get(section) or {}).items():
                 if name.startswith("nvidia.com/") and str(amount) not in ("0", ""):
-                    requested.add(name)
+                    # Time-slicing and MPS replicas (``renameByDefault``) hold the same device.
+                    requested.add(name.removesuffix(".shared"))
+    profiles = {
+        n.removeprefix("nvidia.com/mig-").replace("gb.me", "gb+me")
+        for n in requested
+        if n.startswith("nvidia.com/mig-")
+    }
+    whole = "nvidia.com/gpu" in requested
     held: set[int] = set()
     for index, gpu in enumerate(gpus):
-        profiles = {n.removeprefix("nvidia.com/mig-") for n in requested}
-        whole = "nvidia.com/gpu" in requested
-        if (whole and not gpu.mig_enabled) or (gpu.mig_enabled and profiles & set(gpu.instances)):
+        if (
+            (whole and not gpu.mig_enabled)
+            # The single strategy advertises a GPU's MIG devices as ``nvidia.com/gpu``.
+            or (whole and gpu.mig_enabled and strategy == "single")
+            or (gpu.mig_enabled and profiles & set(gpu.instances))
+        ):
             held.add(index)
     return held

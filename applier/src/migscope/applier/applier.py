@@ -274,7 +274,7 @@ class Applier:
             out.reason = why
             return self._skip(node, out)
         pods = self.kube.pods_on_node(change.node)
-        at_risk = pods_at_risk(change, pods)
+        at_risk = pods_at_risk(change, pods, node)
         if at_risk and not s.drain:
             out.reason = (
                 f"pods hold devices the change destroys: {', '.join(at_risk)} "

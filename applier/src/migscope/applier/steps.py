@@ -15,6 +15,7 @@ are tested without a cluster.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -28,13 +29,16 @@ __all__ = [
     "CONFIG_LABEL",
     "STATE_ANNOTATION",
     "STATE_LABEL",
+    "HeldDevice",
     "NodeProgress",
     "Step",
     "advertised",
     "changes_within",
+    "held_device",
     "is_ready",
     "pods_at_risk",
     "read_progress",
+    "single_strategy_possible",
 ]
 
 CONFIG_LABEL = "nvidia.com/mig.config"
@@ -45,6 +49,8 @@ CHANGES_ANNOTATION = "migscope.io/changes"
 """JSON list of the UTC times of changes completed on this node (the last 30 days)."""
 
 MIG_RESOURCE = "nvidia.com/mig-"
+STRATEGY_LABEL = "nvidia.com/mig.strategy"
+"""GFD's label naming the device plugin's MIG strategy (``single``, ``mixed``, ``none``)."""
 
 
 class Step(str, Enum):
@@ -138,34 +144,132 @@ def _requests(pod: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def pods_at_risk(change: NodeChange, pods: Iterable[Mapping[str, Any]]) -> list[str]:
+DEVICE_PLUGIN_DOMAIN = "nvidia.com/"
+"""The domain of every resource NVIDIA's device plugin advertises, renamed ones included.
+
+The plugin's sharing config may rename a resource (``rename:``), but the name it takes is
+always put in this domain (k8s-device-plugin ``api/config/v1``: a ``ResourceName`` without
+a domain gets ``nvidia.com/``), so a renamed GPU or MIG resource is still in it.
+"""
+SHARED_SUFFIX = ".shared"
+"""What time-slicing and MPS add to a resource name with ``renameByDefault``."""
+WHOLE_GPU = "nvidia.com/gpu"
+
+_PROFILE = re.compile(r"^(?:\d+c\.)?(?P<gi>\d+g\.\d+gb(?:[.+]me(?:\.all)?|[.+]gfx)?)$")
+"""A MIG profile as a resource name spells it: ``1g.18gb``, ``1g.18gb+me`` (``.me``, as the
+device plugin writes ``+`` where a resource name may not have one), ``1c.3g.40gb`` (a compute
+instance of a ``3g.40gb`` GPU instance)."""
+
+
+@dataclass(frozen=True)
+class HeldDevice:
+    """What a pod's request of one device-plugin resource says about the device it holds.
+
+    Attributes:
+        resource: The resource name as the pod asks for it.
+        kind: ``mig`` (a MIG device of ``profile``), ``gpu`` (``nvidia.com/gpu`` or its
+            ``.shared`` form: a whole GPU, or a MIG device under the ``single`` strategy) or
+            ``unknown`` (another name in the plugin's domain: a renamed resource may be any
+            device).
+        profile: The GPU instance profile, ``+me`` spelt with ``+`` (``mig`` only).
+    """
+
+    resource: str
+    kind: str
+    profile: str = ""
+
+
+def held_device(resource: str) -> HeldDevice | None:
+    """The device a request of ``resource`` may hold, or None (not a device-plugin resource).
+
+    ``nvidia.com/mig-<profile>`` and ``nvidia.com/mig-<profile>.shared`` (time-slicing and MPS
+    replicas) hold a device of that profile; ``nvidia.com/gpu`` and ``nvidia.com/gpu.shared``
+    a whole GPU, or under the ``single`` strategy a MIG device; any other name in
+    :data:`DEVICE_PLUGIN_DOMAIN` may be a renamed GPU or MIG resource, so it is ``unknown``
+    and counts against every change (never destroy what cannot be seen to be free).
+    """
+    if not resource.startswith(DEVICE_PLUGIN_DOMAIN):
+        return None
+    base = resource.removesuffix(SHARED_SUFFIX)
+    if base == WHOLE_GPU:
+        return HeldDevice(resource, "gpu")
+    if base.startswith(MIG_RESOURCE):
+        match = _PROFILE.match(base.removeprefix(MIG_RESOURCE))
+        if match:
+            return HeldDevice(resource, "mig", _canonical_profile(match["gi"]))
+    return HeldDevice(resource, "unknown")
+
+
+def _canonical_profile(profile: str) -> str:
+    """``1g.18gb.me`` and ``1g.18gb+me`` alike as ``1g.18gb+me`` (the catalogue's spelling)."""
+    gi, dot, rest = profile.partition("gb.")
+    return f"{gi}gb+{rest}" if dot else profile
+
+
+def single_strategy_possible(node: Mapping[str, Any] | None) -> bool:
+    """Whether ``nvidia.com/gpu`` on this node may be a MIG device (the ``single`` strategy).
+
+    GFD's ``nvidia.com/mig.strategy`` label says which strategy the device plugin runs; a node
+    that advertises ``nvidia.com/mig-*`` runs ``mixed``, where ``nvidia.com/gpu`` is only ever
+    a GPU with MIG disabled. Without either, the strategy is unknown: possible.
+    """
+    if node is None:
+        return True
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    strategy = labels.get(STRATEGY_LABEL)
+    if strategy in ("mixed", "none"):
+        return False
+    if strategy == "single":
+        return True
+    return not advertised(node)
+
+
+def pods_at_risk(
+    change: NodeChange,
+    pods: Iterable[Mapping[str, Any]],
+    node: Mapping[str, Any] | None = None,
+) -> list[str]:
     """``namespace/pod`` of the node's pods that may hold a device the change destroys.
 
     MIG Manager re-creates every instance of a GPU whose layout changes, so any pod holding
     a MIG device of a profile present on a changed GPU is at risk (the API does not say
-    which GPU a pod's device is on; erring on the side of the pod is the safe way). A pod
-    with ``nvidia.com/gpu`` is at risk when a GPU's MIG mode changes. Without per-GPU
-    layouts in the plan every pod holding a MIG device or a GPU is at risk. The pods the
+    which GPU a pod's device is on; erring on the side of the pod is the safe way), whatever
+    the name it asked for it by: ``nvidia.com/mig-<profile>``, its time-sliced
+    ``.shared`` form, or a renamed resource (:func:`held_device`). A pod with
+    ``nvidia.com/gpu`` (or ``.shared``) is at risk when a GPU's MIG mode changes, and when a
+    changed GPU has MIG enabled and the node may run the ``single`` strategy
+    (:func:`single_strategy_possible`), where that name is a MIG device. Without per-GPU
+    layouts in the plan every pod holding a device-plugin resource is at risk. The pods the
     analyzer named (``pods_to_move``) are added when they are on the node.
+
+    Args:
+        change: The node's change.
+        pods: The node's pods.
+        node: The node (its strategy label and allocatable); None: strategy unknown.
     """
     destroyed = change.destroyed_profiles()
-    mode_change = any(g.current_mig != g.proposed_mig for g in change.changed_gpus)
+    changed = change.changed_gpus
+    mode_change = any(g.current_mig != g.proposed_mig for g in changed)
+    mig_recreated = any(g.current_mig for g in changed)
     unknown = not change.gpus
+    single = single_strategy_possible(node)
     out: set[str] = set()
     named = set(change.pods_to_move)
     for pod in pods:
         meta = pod.get("metadata") or {}
         name = f"{meta.get('namespace')}/{meta.get('name')}"
-        asked = _requests(pod)
-        mig = {r.removeprefix(MIG_RESOURCE) for r in asked if r.startswith(MIG_RESOURCE)}
-        whole = "nvidia.com/gpu" in asked
-        if (
-            name in named
-            or mig & destroyed
-            or (whole and (mode_change or unknown))
-            or (unknown and mig)
-        ):
+        if name in named:
             out.add(name)
+            continue
+        for held in filter(None, map(held_device, _requests(pod))):
+            if (
+                unknown
+                or (held.kind == "mig" and held.profile in destroyed)
+                or (held.kind == "gpu" and (mode_change or (single and mig_recreated)))
+                or (held.kind == "unknown" and bool(changed))
+            ):
+                out.add(name)
+                break
     return sorted(out)
 
 

@@ -256,9 +256,10 @@ class NodeWorkflow:
 
     def _drain(self, change: NodeChange, progress: NodeProgress) -> NodeProgress:
         deadline = self.clock.monotonic() + self.settings.drain_timeout_s
+        strategy_of = self.kube.get_node(change.node)  # its MIG strategy label, allocatable
         while True:
             pods = self.kube.pods_on_node(change.node)
-            at_risk = pods_at_risk(change, pods)
+            at_risk = pods_at_risk(change, pods, strategy_of)
             if not at_risk:
                 break
             if not self.settings.drain:
