@@ -19,6 +19,7 @@ from apscheduler.triggers.base import BaseTrigger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from migscope.core.redaction import redact_text
 from migscope.core.validation import Wording, describe_error
 from migscope.core.yaml_messages import (
     FileProblemError,
@@ -113,7 +114,7 @@ class JobConfig(BaseModel):
         if value is not None:
             parts = urlsplit(value)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise _problem(f"must be an http:// or https:// URL, got {value!r}")
+                raise _problem(f"must be an http:// or https:// URL, got {redact_text(value)!r}")
         return value
 
     @model_validator(mode="after")

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import IO
 
+from migscope.core.redaction import redact_data
+
 __all__ = ["JsonLog", "apscheduler_logs_to", "iso_utc", "utc_now"]
 
 
@@ -25,6 +27,9 @@ class JsonLog:
 
     Lines rather than free text because a scheduler runs unattended in a pod: log pipelines
     (Loki, Elasticsearch, ``kubectl logs | jq``) filter by job and event without parsing.
+    Every field is redacted (:func:`migscope.core.redaction.redact_data`) on its way out, so
+    that no line carries a credential whichever code wrote it; callers with a command line
+    redact it as one (``redact_argv``), which knows that a ``--header``'s value follows it.
 
     Args:
         stream: Where to write; None: ``sys.stderr`` at the time of each line.
@@ -41,7 +46,7 @@ class JsonLog:
         record: dict[str, object] = {"ts": iso_utc(utc_now()), "level": level, "event": event}
         if job is not None:
             record["job"] = job
-        record.update(fields)
+        record.update(redact_data(fields))
         line = json.dumps(record, default=str, ensure_ascii=False)
         stream = self._stream or sys.stderr
         with self._lock, contextlib.suppress(OSError, ValueError):

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from migscope.core.redaction import redact_argv, redact_text
 from migscope.scheduler.config import JobConfig, JobKind, ScheduleConfig
 from migscope.scheduler.joblog import JsonLog, iso_utc, utc_now
 from migscope.scheduler.rundirs import new_run_dir, update_latest
@@ -201,8 +202,9 @@ class Runner:
         try:
             return self._run(job, started)
         except Exception as exc:  # a bug here must not end the scheduler's worker
-            self.log("run_error", level="error", job=name, error=f"{type(exc).__name__}: {exc}")
-            return RunResult(name, job.kind, "error", started, utc_now(), None, error=str(exc))
+            error = redact_text(str(exc))
+            self.log("run_error", level="error", job=name, error=f"{type(exc).__name__}: {error}")
+            return RunResult(name, job.kind, "error", started, utc_now(), None, error=error)
         finally:
             with self._changed:
                 self._running.pop(name, None)
@@ -232,7 +234,9 @@ class Runner:
             "run_started",
             job=job.name,
             kind=job.kind,
-            argv=argv,
+            # A job's arguments may hold credentials (a URL with a password, a header): the
+            # log shows what ran, never them (migscope.core.redaction).
+            argv=redact_argv(argv),
             run_dir=str(run_dir) if run_dir else None,
         )
         stdout: deque[str] = deque(maxlen=SUMMARY_LINES * 5)
@@ -252,7 +256,7 @@ class Runner:
                 start_new_session=True,
             )
         except OSError as exc:
-            error = f"cannot start {argv[0]}: {exc.strerror or exc}"
+            error = redact_text(f"cannot start {argv[0]}: {exc.strerror or exc}")
             return self._finish(job, started, "error", None, run_dir=run_dir, error=error)
         with self._lock:
             self._running[job.name] = proc
@@ -363,12 +367,16 @@ class Runner:
         return result
 
     def _pump(self, stream: IO[str] | None, name: str, job: str, tail: deque[str]) -> None:
-        """Log each line the child prints as it comes (a long run shows progress)."""
+        """Log each line the child prints as it comes (a long run shows progress).
+
+        Redacted as it is read: the same line becomes the run's ``error`` and ``summary``
+        (the webhook's body), so neither can hold what the log does not.
+        """
         if stream is None:
             return
         with contextlib.suppress(OSError, ValueError), stream:
             for raw in stream:
-                line = raw.rstrip("\r\n")
+                line = redact_text(raw.rstrip("\r\n"))
                 tail.append(line)
                 self.log("output", job=job, stream=name, line=line[:_MAX_LOGGED_LINE])
 

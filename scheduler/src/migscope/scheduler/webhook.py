@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from migscope.core.redaction import redact_data, redact_text
 from migscope.scheduler.joblog import JsonLog
 
 __all__ = ["WEBHOOK_ATTEMPTS", "WEBHOOK_TIMEOUT_SECONDS", "send_webhook"]
@@ -45,7 +46,8 @@ def send_webhook(
     """POST ``payload`` as JSON; retry network errors, 408, 429 and 5xx; log, never raise.
 
     The URL itself is never logged (only its host): chat webhooks carry their secret in the
-    path.
+    path. The body is redacted (:func:`migscope.core.redaction.redact_data`): it quotes the
+    child's output, which may show a credential.
 
     Args:
         url: Where to POST.
@@ -61,6 +63,7 @@ def send_webhook(
         Whether the server took it.
     """
     host = urlsplit(url).hostname
+    body = redact_data(payload)
     headers = {"User-Agent": f"migscope/{_version()}"}
     if token_file is not None:
         try:
@@ -74,9 +77,11 @@ def send_webhook(
     with httpx.Client(timeout=timeout_s, follow_redirects=False) as client:
         for attempt in range(1, attempts + 1):
             try:
-                response = client.post(url, json=payload, headers=headers)
+                response = client.post(url, json=body, headers=headers)
             except httpx.HTTPError as exc:
-                problem, retry = f"{type(exc).__name__}: {exc}", True
+                # httpx may quote the URL (the secret in a chat webhook's path): the host only.
+                reason = str(exc).replace(url, host or "the webhook")
+                problem, retry = f"{type(exc).__name__}: {redact_text(reason)}", True
             else:
                 if response.is_success:
                     log(
