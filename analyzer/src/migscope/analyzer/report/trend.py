@@ -7,18 +7,24 @@ needs nothing else. ``--previous-reports DIR`` reads them; each becomes one
 :class:`~migscope.core.spec.v1.TrendPointV1` in the new report's ``trend``.
 
 Only ``window``, ``summary``, ``savings`` and ``provenance`` of each file are read, and each
-is checked against the report contract. A file that cannot be read or does not follow the
-contract is left out with a note, and a directory that cannot be read gives no trend and a
-note: the trend is context, it never stops a report (the first run of a fresh volume, or a
-command line copied from the chart to a laptop, still reports). Each run
-counts once: ``latest`` (a link to a run, or its copy where the volume refuses links), hidden
-entries (``.latest-new-*``, a swap in progress) and links to a directory already read are
-skipped.
+is checked against the report contract and then number by number (:func:`_check_numbers`):
+every number read must be a JSON number, finite, not below zero, and still a number when a
+GPU-hour total is scaled to a week. Why the second check (issue 20): Python's ``json`` reads
+``NaN``, ``Infinity`` and ``-Infinity`` (and ``1e999`` as infinity), the contract's lax
+floats accept them and even the text ``"NaN"``, and one such earlier report crashed every
+later run when its point was written into the new report.json (JSON has no word for them).
+A file that cannot be read, is not JSON, does not follow the contract or holds a number that
+cannot be used is left out with a note, and a directory that cannot be read gives no trend
+and a note: the trend is context, it never stops a report (the first run of a fresh volume,
+or a command line copied from the chart to a laptop, still reports). Each run counts once:
+``latest`` (a link to a run, or its copy where the volume refuses links), hidden entries
+(``.latest-new-*``, a swap in progress) and links to a directory already read are skipped.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +47,7 @@ __all__ = [
     "MAX_TREND_RUNS",
     "WEEK_HOURS",
     "Trend",
+    "UnusableReport",
     "WasteChange",
     "per_week",
     "read_trend",
@@ -66,6 +73,10 @@ class Trend:
 
     points: tuple[dict[str, Any], ...] = ()
     notes: tuple[str, ...] = ()
+
+
+class UnusableReport(ValueError):
+    """A report.json that parses, but is not one the trend can use (the message says why)."""
 
 
 def per_week(gpu_hours: float, window_hours: float) -> float:
@@ -148,7 +159,7 @@ def read_trend(
             continue
         try:
             points.append(_point(entry.name, path))
-        except (OSError, UnicodeDecodeError, ValueError, ValidationError) as exc:
+        except (OSError, ValueError, ValidationError, RecursionError) as exc:
             notes.append(f"trend: {path} left out: {_why(exc)}")
     ordered = sorted(points, key=lambda p: (p["window_end_unix"], p["created"] or "", p["run"]))
     return Trend(tuple(ordered[-limit:] if limit > 0 else ()), tuple(notes))
@@ -165,6 +176,10 @@ def _why(exc: Exception) -> str:
         return f"not a migscope report ({where}: {first['msg']})"
     if isinstance(exc, OSError):
         return str(exc.strerror or exc)
+    if isinstance(exc, UnusableReport):
+        return str(exc)
+    if isinstance(exc, RecursionError):
+        return "not JSON (nested too deeply)"
     return f"not JSON ({exc})"
 
 
@@ -173,9 +188,10 @@ def _point(run: str, path: Path) -> dict[str, Any]:
     with path.open(encoding="utf-8") as f:
         data = json.load(f)
     if not isinstance(data, dict) or data.get("schema_version") != 1:
-        raise ValueError("no schema_version 1")
+        raise UnusableReport("not schema_version 1 of a migscope report")
     window = WindowV1.model_validate(data.get("window"))
     savings = SavingsV1.model_validate(data.get("savings"))
+    _check_numbers(data["window"], data["savings"])
     summary = data.get("summary")
     slices = summary.get("slices") if isinstance(summary, dict) else None
     raw_provenance = data.get("provenance")
@@ -203,3 +219,55 @@ def _point(run: str, path: Path) -> dict[str, Any]:
         by_namespace={r.namespace: r.wasted_gpu_hours for r in savings.by_namespace},
     )
     return point.model_dump()
+
+
+_WINDOW_NUMBERS = ("end_unix", "hours")
+_SAVINGS_NUMBERS = (
+    "idle_slices",
+    "unallocated_slices",
+    "oversized_slices",
+    "gpus_freed",
+    "gpu_hours_freed",
+    "wasted_gpu_hours",
+    "idle_gpu_hours",
+    "unallocated_gpu_hours",
+    "oversized_gpu_hours",
+    "price_per_gpu_hour",
+    "wasted_cost",
+)
+_WEEKLY = ("wasted_gpu_hours", "idle_gpu_hours", "unallocated_gpu_hours", "oversized_gpu_hours")
+"""The totals the report scales to a week when window lengths differ (:func:`waste_change`)."""
+
+
+def _check_numbers(window: dict[str, Any], savings: dict[str, Any]) -> None:
+    """Refuse the numbers a trend point takes that are no usable number (module docstring).
+
+    Called after the contract's check, on the raw JSON (the contract's floats are lax: they
+    take ``"12"``, ``true`` and ``"NaN"``). Absent and null optional values pass.
+
+    Raises:
+        UnusableReport: which value, and what it is.
+    """
+    values: list[tuple[str, object]] = [(f"window.{k}", window.get(k)) for k in _WINDOW_NUMBERS]
+    values += [(f"savings.{k}", savings.get(k)) for k in _SAVINGS_NUMBERS]
+    values += [
+        (f"savings.by_namespace[{i}].wasted_gpu_hours", row.get("wasted_gpu_hours"))
+        for i, row in enumerate(savings.get("by_namespace") or ())
+        if isinstance(row, dict)
+    ]
+    for where, value in values:
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise UnusableReport(f"{where} is not a number ({json.dumps(value)[:40]})")
+        if not math.isfinite(value):
+            raise UnusableReport(f"{where} is {json.dumps(value)}, not a finite number")
+        if value < 0:
+            raise UnusableReport(f"{where} is {value!r}, below zero")
+    hours = window["hours"]
+    for key in _WEEKLY:
+        value = savings.get(key)
+        if value is not None and not math.isfinite(per_week(value, hours)):
+            raise UnusableReport(
+                f"savings.{key} per week is beyond a number ({value!r} GPU-hours in {hours!r} h)"
+            )
