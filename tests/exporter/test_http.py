@@ -524,6 +524,59 @@ def test_malformed_requests_get_errors_and_leave_the_server_serving(
         assert record.exc_info is None
 
 
+_HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\n"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param(b"X-A: a\r\n b\r\n", id="obs-fold-space"),
+        pytest.param(b"X-A: a\r\n\tb\r\n", id="obs-fold-tab"),
+        pytest.param(b"Accept: text/plain\r\n , application/x\r\n", id="obs-fold-list-field"),
+        pytest.param(b"Content-Length: 0\r\n 5\r\n", id="obs-fold-content-length"),
+        pytest.param(b"X-A: a\x00b\r\n", id="nul"),
+        pytest.param(b"X-A: a\rb\r\n", id="bare-cr"),
+        pytest.param(b"X-A: a\x01b\r\n", id="soh"),
+        pytest.param(b"X-A: a\x1bb\r\n", id="esc"),
+        pytest.param(b"X-A: ab\x7f\r\n", id="del"),
+        pytest.param(b"X-A : ab\r\n", id="space-before-colon"),
+        pytest.param(b"X A: ab\r\n", id="space-in-name"),
+        pytest.param(b": ab\r\n", id="empty-name"),
+    ],
+)
+def test_folded_lines_and_control_characters_in_headers_get_400_and_close(
+    fields: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # RFC 9112 5.2 (obs-fold: reject with 400 or replace by SP), RFC 9110 5.5 (CR, LF, NUL in
+    # a value: reject or replace; no other control but HTAB is a field-vchar), RFC 9112 5.1
+    # (whitespace between name and colon: reject with 400). The exporter rejects.
+    with serving(make_app()) as server:
+        answer = _raw_exchange(server.port, _HEAD + fields + b"\r\n" + _HEAD + b"\r\n")
+        after = request(server, "/metrics")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert answer.count(b"HTTP/1.1 ") == 1, "the connection closes after the 400"
+    assert after.status == 200
+    refused = [r.getMessage() for r in http_log_records(caplog) if "400" in r.getMessage()]
+    assert len(refused) == 1
+    assert "\n" not in refused[0]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param(b"X-A: a\tb\r\n", id="htab-inside"),
+        pytest.param(b"X-A: \t a b \t\r\n", id="ows-around"),
+        pytest.param(b"X-A: caf\xc3\xa9 \x80\xff\r\n", id="obs-text"),
+        pytest.param(b"X-A:\r\n", id="empty-value"),
+        pytest.param(b"x-!#$%&'*+.^_`|~09: v\r\n", id="every-tchar"),
+    ],
+)
+def test_valid_header_fields_are_still_served(fields: bytes) -> None:
+    with serving(make_app()) as server:
+        answer = _raw_exchange(server.port, _HEAD + fields + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
 def test_a_stalled_half_request_times_out_with_408_while_others_are_served(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -5,8 +5,9 @@ connection; the classes here are what cheroot then works with:
 
 * :class:`Connection` reads through :class:`.reader.RequestReader`, which replays the bytes
   the intake read, and remembers whether its TLS handshake is done.
-* :class:`Request` logs each error it answers (400, 408, 413, 414) in one line (through the
-  server's ``answer_log`` throttle when it has one), and does not send a second
+* :class:`Request` reads headers with :class:`.headers.StrictHeaderReader` (obs-fold and
+  control characters get 400), logs each error it answers (400, 408, 413, 414) in one line
+  (through the server's ``answer_log`` throttle when it has one), and does not send a second
   ``100 Continue`` when the intake already sent one.
 * :class:`TLSAdapter` wraps accepted sockets for TLS *without* handshaking: cheroot would
   handshake in the thread that accepts connections, where one silent client on the TLS port
@@ -21,10 +22,11 @@ import ssl
 from typing import Any
 
 from cheroot.makefile import MakeFile, StreamReader, StreamWriter
-from cheroot.server import HeaderReader, HTTPConnection, HTTPRequest
+from cheroot.server import HTTPConnection, HTTPRequest
 from cheroot.ssl import Adapter
 
 from migscope.exporter.http.clientlog import Throttle, peer
+from migscope.exporter.http.headers import StrictHeaderReader
 from migscope.exporter.http.reader import RequestReader
 
 __all__ = ["Connection", "Request", "TLSAdapter"]
@@ -32,8 +34,8 @@ __all__ = ["Connection", "Request", "TLSAdapter"]
 _log = logging.getLogger(__name__)
 
 
-class _HeadersWithoutExpect(HeaderReader):
-    """cheroot's header reader, dropping ``Expect`` (answered already by the intake)."""
+class _HeadersWithoutExpect(StrictHeaderReader):
+    """The strict header reader, dropping ``Expect`` (answered already by the intake)."""
 
     def __call__(self, rfile: Any, hdict: Any = None) -> Any:
         fields = super().__call__(rfile, hdict)
@@ -46,6 +48,8 @@ _WITHOUT_EXPECT = _HeadersWithoutExpect()
 
 class Request(HTTPRequest):
     """cheroot's request, logging each error it answers (400, 408, 413, 414) in one line."""
+
+    header_reader = StrictHeaderReader()
 
     def __init__(self, server: Any, conn: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(server, conn, *args, **kwargs)

@@ -13,16 +13,17 @@ client again. :class:`RequestFrame` decides when that is, reading the bytes as c
 
 A chunked body is not waited for: the exporter's application never reads one and cheroot
 does not drain it, and an embedding application that reads it does so under the same
-request deadline (:class:`.reader.RequestClock`). Headers are parsed by cheroot's own
-:class:`~cheroot.server.HeaderReader`, so ``Content-Length`` and ``Expect`` mean exactly what
-they will mean to the worker.
+request deadline (:class:`.reader.RequestClock`). Headers are parsed by the worker's own
+reader (:class:`.headers.StrictHeaderReader`), so ``Content-Length`` and ``Expect`` mean
+exactly what they will mean to the worker, and a head it refuses (a folded line, a control
+character) is handed over at once for its 400.
 """
 
 from __future__ import annotations
 
 import io
 
-from cheroot.server import HeaderReader
+from migscope.exporter.http.headers import StrictHeaderReader
 
 __all__ = ["RequestFrame"]
 
@@ -30,6 +31,7 @@ __all__ = ["RequestFrame"]
 # reads lines 256 bytes at a time and checks the total after each read.
 _SIZE_SLACK = 1024
 _CR = 0x0D
+_READ_HEADERS = StrictHeaderReader()
 
 
 class RequestFrame:
@@ -87,7 +89,7 @@ class RequestFrame:
         """Head plus the body the worker will read, or just the head when it will not wait."""
         assert self.head_end is not None
         try:
-            fields = HeaderReader()(io.BytesIO(headers))
+            fields = _READ_HEADERS(io.BytesIO(headers))
             length = int(fields.get(b"Content-Length", 0))
         except ValueError:
             return self.head_end  # cheroot answers 400 from the head alone
