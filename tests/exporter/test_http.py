@@ -32,7 +32,7 @@ from typing import Any
 
 import bcrypt
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.openmetrics.parser import (
     text_string_to_metric_families as openmetrics_families,
@@ -310,6 +310,66 @@ def test_gzip_is_negotiated_and_decodes_to_the_same_exposition() -> None:
     assert zipped.headers["content-encoding"] == "gzip"
     assert "content-encoding" not in plain.headers
     assert gzip.decompress(zipped.body) == plain.body
+
+
+# Accept-Encoding -> whether /metrics is gzipped. q=0 means "not acceptable" (RFC 9110
+# 12.5.3); qvalue and coding names are case-insensitive; a malformed qvalue refuses its coding;
+# identity refused with nothing else acceptable is served anyway (docs/http.md).
+ACCEPT_ENCODING_MATRIX: dict[str | None, bool] = {
+    None: False,
+    "": False,
+    "gzip": True,
+    "GZIP": True,
+    "x-gzip": True,
+    "gzip;q=0": False,
+    "gzip; q=0": False,
+    "gzip;Q=0": False,
+    "gzip;q=0.000": False,
+    "gzip;q=0.": False,
+    "gzip;q=0.001": True,
+    "gzip;q=0.5": True,
+    "gzip;q=1.000": True,
+    "gzip;q=2": False,
+    "gzip;q=abc": False,
+    "gzip;q=0.0001": False,
+    "gzipped": False,
+    "deflate, br": False,
+    "deflate, gzip, br, zstd": True,
+    "br;q=1.0, gzip;q=0.8, *;q=0.1": True,
+    "*": True,
+    "*;q=0": False,
+    "*;q=0, gzip": True,
+    "gzip;q=0, *": False,
+    "x-gzip;q=0, gzip": True,
+    "identity": False,
+    "identity;q=0": False,
+    "identity;q=0, gzip": True,
+    "identity, gzip;q=0.5": False,
+    "gzip;q=0.5, *;q=0.9": False,
+    "gzip;q=0, identity;q=0": False,
+}
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["text-fast-path", "registry"])
+def test_accept_encoding_qvalues_decide_gzip(fast_path: bool) -> None:
+    registry = registry_with(DummyCollector())
+    render = (lambda: generate_latest(registry)) if fast_path else None
+    app = ExporterApp(registry=registry, health=lambda: (True, ""), render_text=render)
+    with serving(app) as server:
+        plain = request(server, "/metrics")
+        answers = {
+            value: request(
+                server, "/metrics", headers={} if value is None else {"Accept-Encoding": value}
+            )
+            for value in ACCEPT_ENCODING_MATRIX
+        }
+    gzipped = {value: r.headers.get("content-encoding") == "gzip" for value, r in answers.items()}
+    assert gzipped == ACCEPT_ENCODING_MATRIX
+    for value, resp in answers.items():
+        assert resp.status == 200, value
+        body = gzip.decompress(resp.body) if gzipped[value] else resp.body
+        assert body == plain.body, value
+        assert resp.headers.get("content-encoding", "gzip") == "gzip", value
 
 
 def test_name_filter_passes_through_to_prometheus_client() -> None:
@@ -1000,7 +1060,7 @@ def test_web_config_with_tls_and_basic_auth_together(
 
 SIGTERM_SCRIPT = """\
 import logging, pathlib, sys, time
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from migscope.exporter.http import ExporterApp, ExporterServer
 

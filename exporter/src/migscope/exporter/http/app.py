@@ -1,10 +1,12 @@
 """The exporter's WSGI application: ``/metrics``, ``/healthz`` and a landing page.
 
 ``/metrics`` is rendered by prometheus_client's own WSGI app, so content negotiation
-(text 0.0.4 or OpenMetrics), gzip and ``name[]`` filtering behave exactly as in every other
+(text 0.0.4 or OpenMetrics) and ``name[]`` filtering behave exactly as in every other
 Python exporter (filtering needs a registry that knows its collectors' names, or one built
-with ``support_collectors_without_names=True``, as the exporter's is). Around it this
-module adds what the design guide asks of a node agent:
+with ``support_collectors_without_names=True``, as the exporter's is). Whether to gzip is
+decided here, for both renderers (:func:`gzip_wanted`): prometheus_client gzips whenever
+``gzip`` is named, even with ``q=0``. Around it this module adds what the design guide asks
+of a node agent:
 
 * Bounded concurrency. At most ``max_concurrent_scrapes`` renders run at once; a request
   that cannot get a slot within ``scrape_wait_seconds`` gets ``503 too many concurrent
@@ -24,6 +26,7 @@ from __future__ import annotations
 import gzip
 import html
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -40,6 +43,7 @@ __all__ = [
     "ExporterApp",
     "HeadersMiddleware",
     "HealthCheck",
+    "gzip_wanted",
 ]
 
 _log = logging.getLogger(__name__)
@@ -154,7 +158,7 @@ class ExporterApp:
         if self._render_text is not None and _fast_path_ok(environ):
             body = self._render_text()
             headers = [("Content-Type", _TEXT_FORMAT)]
-            if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+            if gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING")):
                 body = gzip.compress(body, compresslevel=1)
                 headers.append(("Content-Encoding", "gzip"))
             return "200 OK", headers, body
@@ -180,6 +184,10 @@ class ExporterApp:
 
         inner = dict(environ)
         inner["REQUEST_METHOD"] = "GET"
+        # prometheus_client gzips whenever the header names gzip, q=0 or not: decide here.
+        inner["HTTP_ACCEPT_ENCODING"] = (
+            "gzip" if gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING")) else ""
+        )
         chunks = self._metrics(inner, capture)
         try:
             body = b"".join(chunks)
@@ -192,6 +200,43 @@ class ExporterApp:
 
 
 _TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def gzip_wanted(accept_encoding: str | None) -> bool:
+    """Whether to gzip a response to a request with this ``Accept-Encoding`` value.
+
+    RFC 9110 section 12.5.3: a coding is acceptable when the header lists it, or lists ``*``
+    without it, with a qvalue above 0 (``q=0`` means "not acceptable"); coding names and
+    ``q`` are case-insensitive, and ``x-gzip`` is ``gzip``. The exporter gzips whenever gzip
+    is acceptable, unless the client rates identity (by name or through ``*``) above gzip.
+    Without the header, or with an empty one, it does not gzip (Prometheus always sends
+    ``gzip``). A qvalue that is not one (``q=2``, ``q=0.0001``, ``q=abc``) refuses its coding.
+
+    When identity is refused too (``identity;q=0`` or ``*;q=0`` and no acceptable gzip), the
+    response is sent without coding anyway rather than ``406``: RFC 9110 section 12.1 lets a
+    server disregard the header, and a scrape must not fail over it.
+    """
+    if not accept_encoding:
+        return False
+    rated: dict[str, float] = {}
+    for element in accept_encoding.split(","):
+        coding, *params = (part.strip() for part in element.split(";"))
+        coding = coding.lower()
+        if not coding:
+            continue
+        q = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                value = value.strip()
+                q = float(value) if _QVALUE.fullmatch(value) else 0.0
+        coding = "gzip" if coding == "x-gzip" else coding
+        rated[coding] = max(q, rated.get(coding, 0.0))
+    star = rated.get("*")
+    q_gzip = rated.get("gzip", star or 0.0)
+    q_identity = rated.get("identity", star)
+    return q_gzip > 0 and (q_identity is None or q_gzip >= q_identity)
 
 
 def _fast_path_ok(environ: WSGIEnvironment) -> bool:
