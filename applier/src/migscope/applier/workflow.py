@@ -61,6 +61,21 @@ class _Abort(MigscopeError):
     """A node's change cannot go on: roll back with this reason."""
 
 
+TRANSIENT = frozenset({0, 429, 500, 502, 503, 504})
+"""HTTP statuses worth retrying (0: no answer). A 401 or 403 will answer the same next time."""
+
+ROLLBACK_TRIES = 6
+"""Attempts at the rollback's one patch when the API fails transiently (conflicts re-read)."""
+
+
+def _permission(exc: ApiError, verb: str, resource: str) -> str:
+    """The one line saying which permission a 401/403 says is missing."""
+    return (
+        f"not allowed to {verb} (HTTP {exc.status}): the applier's service account needs "
+        f"{resource} (deploy/helm RBAC, docs/applier.md)"
+    )
+
+
 class NodeWorkflow:
     """Takes one node's change from its recorded progress to ``done`` or ``failed``.
 
@@ -162,10 +177,23 @@ class NodeWorkflow:
                     failures += 1  # the node changed under us (MIG Manager, kubelet): re-read
                     if failures > 5:
                         raise
+                except NotFound as exc:
+                    if not self._node_gone(change.node):
+                        raise
+                    # A deleted node ends its own change, not the run: nothing is left to undo.
+                    out.result, out.reason = "failed", f"node deleted mid-change ({exc})"
+                    self.audit.log(change.node, "node-gone", step=progress.step.value, why=str(exc))
+                    return out
                 except ApiError as exc:
+                    if exc.status not in TRANSIENT and progress.step is not Step.VERIFY:
+                        # Permanent (401, 403, 422...): the same call fails again on every
+                        # retry and every rerun; give the node up cleanly now. (After MIG
+                        # Manager's success, a rollback would re-partition again: not then.)
+                        raise _Abort(f"{exc} (not retried: HTTP {exc.status})") from exc
                     failures += 1
-                    if failures > 3:
-                        raise  # the run stops; the node's record says where to resume
+                    if failures > 3 or exc.status not in TRANSIENT:
+                        left = self.left_state(change.node)
+                        raise ApiError(f"{exc}; {left}", exc.status) from exc
                     self.audit.log(change.node, "retry", step=progress.step.value, why=str(exc))
                     self.clock.sleep(min(30.0, self.settings.poll_s * 2**failures))
         except _Abort as exc:
@@ -175,6 +203,40 @@ class NodeWorkflow:
         else:
             out.result, out.reason = "failed", progress.message
         return out
+
+    def _node_gone(self, name: str) -> bool:
+        """Whether the node no longer exists (a NotFound was about it, not about a pod)."""
+        try:
+            self.kube.get_node(name)
+        except NotFound:
+            return True
+        except ApiError:
+            return False
+        return False
+
+    def left_state(self, name: str) -> str:
+        """How the node was left, for the one line that ends a run: label, state, cordon.
+
+        Read once, best effort: an API that just failed may fail again, and then the record
+        on the node (what the next run resumes from) is all that can be said.
+        """
+        try:
+            node = self.kube.get_node(name)
+        except ApiError:
+            return (
+                f"node {name} left as its migscope.io/apply record says (could not be read); "
+                "the next run resumes or rolls it back"
+            )
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        recorded = read_progress(node)
+        step = recorded.step.value if recorded is not None else "none"
+        return (
+            f"node {name} left {'cordoned' if cordoned else 'schedulable'} with "
+            f"{CONFIG_LABEL}={labels.get(CONFIG_LABEL) or '(none)'}, "
+            f"{STATE_LABEL}={labels.get(STATE_LABEL) or '(none)'}, recorded step {step}; "
+            "the next run resumes or rolls it back"
+        )
 
     def _advance(
         self,
@@ -275,6 +337,14 @@ class NodeWorkflow:
                     continue
                 except TooManyRequests as exc:
                     self.audit.log(change.node, "evict-refused", pod=name, why=str(exc))
+                except ApiError as exc:
+                    if exc.status in (401, 403):
+                        # Every rerun would hit it again with the node cordoned: give up now.
+                        raise _Abort(
+                            f"evicting {name}: "
+                            + _permission(exc, "evict pods", "create on pods/eviction")
+                        ) from exc
+                    raise
             if self.clock.monotonic() >= deadline:
                 raise _Abort(
                     f"drain timed out after {self.settings.drain_timeout_s:g} s: "
@@ -315,6 +385,7 @@ class NodeWorkflow:
         deadline = started + self.settings.node_timeout_s
         seen: list[str] = []
         while True:
+            _still_ours(node, progress)
             state = ((node.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL)
             if state and (not seen or seen[-1] != state):
                 seen.append(state)
@@ -344,6 +415,8 @@ class NodeWorkflow:
                     timeout_s=window,
                 ):
                     node = obj
+                    if _label(obj) != progress.target:
+                        break  # relabelled by someone else: the loop's check says so
                     new = ((obj.get("metadata") or {}).get("labels") or {}).get(STATE_LABEL)
                     if new and (not seen or seen[-1] != new):
                         seen.append(new)
@@ -357,6 +430,7 @@ class NodeWorkflow:
             node = self.kube.get_node(change.node)
 
     def _verify(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
+        _still_ours(node, progress)
         expected = change.expected_resources()
         deadline = self.clock.monotonic() + self.settings.verify_timeout_s
         have = advertised(node)
@@ -364,6 +438,7 @@ class NodeWorkflow:
             self.clock.sleep(self.settings.poll_s)
             node = self.kube.get_node(change.node)
             have = advertised(node)
+        _still_ours(node, progress)  # its resourceVersion guards the patch below
         mismatch = bool(expected) and have != expected
         message = (
             f"applied {change.config}"
@@ -401,36 +476,104 @@ class NodeWorkflow:
         return done
 
     def _rollback(self, change: NodeChange, progress: NodeProgress, reason: str) -> NodeProgress:
-        for _ in range(5):
-            node = self.kube.get_node(change.node)
-            labels = (node.get("metadata") or {}).get("labels") or {}
-            failed = progress.at(Step.FAILED, f"rolled back: {reason}")
-            patch: Obj = {
-                "metadata": {
-                    "resourceVersion": node["metadata"]["resourceVersion"],
-                    "annotations": {STATE_ANNOTATION: failed.to_json()},
-                }
-            }
-            if progress.labelled_at is not None and labels.get(CONFIG_LABEL) != progress.previous:
-                patch["metadata"]["labels"] = {CONFIG_LABEL: progress.previous}
-            if progress.cordoned:
-                patch["spec"] = {"unschedulable": False}
+        """Undo what is still ours: our label, our cordon; record ``failed``.
+
+        Only what this change did and nobody changed since is restored: the label goes back
+        to the previous value only while it still names our target (an admin or another
+        tool that relabelled the node meanwhile keeps theirs, and the outcome says so), and
+        every patch carries the resourceVersion it was decided on, so a label changed
+        between the read and the patch is a conflict, re-read and decided again. Transient
+        API errors are retried; when the rollback cannot be written, the error says how the
+        node was left.
+        """
+        tries = 0
+        while True:
+            tries += 1
             try:
-                self._patch(change.node, patch)
+                return self._rollback_once(change, progress, reason)
             except Conflict:
-                continue
-            self.audit.log(
-                change.node,
-                "rollback",
-                before=labels.get(CONFIG_LABEL),
-                after=progress.previous,
-                why=reason,
-            )
-            self.audit.event(
-                node, "MigscopeRolledBack", f"{change.config} not applied: {reason}", warning=True
-            )
-            return failed
-        raise ApiError(f"node {change.node}: could not record the rollback (kept conflicting)")
+                if tries >= ROLLBACK_TRIES:
+                    raise ApiError(
+                        f"node {change.node}: could not record the rollback (kept conflicting); "
+                        f"{self.left_state(change.node)}"
+                    ) from None
+            except NotFound as exc:
+                if self._node_gone(change.node):
+                    return progress.at(Step.FAILED, f"rolled back: {reason}; node deleted ({exc})")
+                raise
+            except ApiError as exc:
+                if exc.status not in TRANSIENT or tries >= ROLLBACK_TRIES:
+                    detail = (
+                        _permission(exc, "patch nodes", "patch on nodes")
+                        if exc.status in (401, 403)
+                        else str(exc)
+                    )
+                    raise ApiError(
+                        f"rolling back {change.node} ({reason}) failed: {detail}; "
+                        f"{self.left_state(change.node)}",
+                        exc.status,
+                    ) from exc
+                self.audit.log(change.node, "retry", step=Step.ROLLBACK.value, why=str(exc))
+                self.clock.sleep(min(30.0, self.settings.poll_s * 2**tries))
+
+    def _rollback_once(
+        self, change: NodeChange, progress: NodeProgress, reason: str
+    ) -> NodeProgress:
+        node = self.kube.get_node(change.node)
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        now = labels.get(CONFIG_LABEL)
+        message = f"rolled back: {reason}"
+        restore = False
+        if progress.labelled_at is not None and now != progress.previous:
+            if now == progress.target:
+                restore = True
+            else:
+                message += (
+                    f"; left {CONFIG_LABEL}={now or '(none)'} alone: set by someone else "
+                    f"after ours ({progress.target})"
+                )
+        failed = progress.at(Step.FAILED, message)
+        patch: Obj = {
+            "metadata": {
+                "resourceVersion": node["metadata"]["resourceVersion"],
+                "annotations": {STATE_ANNOTATION: failed.to_json()},
+            }
+        }
+        if restore:
+            patch["metadata"]["labels"] = {CONFIG_LABEL: progress.previous}
+        if progress.cordoned:
+            patch["spec"] = {"unschedulable": False}
+        self._patch(change.node, patch)
+        self.audit.log(
+            change.node,
+            "rollback",
+            before=now,
+            after=progress.previous if restore else now,
+            why=message,
+        )
+        self.audit.event(
+            node, "MigscopeRolledBack", f"{change.config} not applied: {message}", warning=True
+        )
+        return failed
 
     def _patch(self, name: str, patch: Mapping[str, Any]) -> Obj:
         return self.kube.patch_node(name, patch)
+
+
+def _label(node: Obj) -> str | None:
+    return ((node.get("metadata") or {}).get("labels") or {}).get(CONFIG_LABEL)
+
+
+def _still_ours(node: Obj, progress: NodeProgress) -> None:
+    """Abort when someone else relabelled the node after our change.
+
+    MIG Manager then works on *their* config: waiting on, verifying or counting it as ours
+    would report their layout as our change (issue 20: "applied", rc 0, on another config).
+    The rollback that follows leaves their label alone.
+    """
+    label = _label(node)
+    if progress.labelled_at is not None and label != progress.target:
+        raise _Abort(
+            f"not ours: {CONFIG_LABEL} was changed to {label or '(none)'} by someone else "
+            f"while MIG Manager worked on {progress.target}"
+        )
