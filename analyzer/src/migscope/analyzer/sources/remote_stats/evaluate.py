@@ -56,7 +56,8 @@ def remote_slice_stats(
     The dialect, the node label and the node list are read at once (so a wrong server fails
     here, not at the first ``next()``); the statistics are queried lazily, one chunk of
     ``chunk_nodes`` nodes per round of queries, ``workers`` chunks at once
-    (:mod:`.concurrency`), and only those chunks' results are held.
+    (:mod:`.concurrency`), and only those chunks' results are held. Listed nodes that no
+    chunk returned a slice of end up in :attr:`RemoteSliceStats.silent_nodes` (and a note).
 
     Args:
         client: The server.
@@ -131,9 +132,13 @@ def remote_slice_stats(
         return list(chunk_stats(q, chunk)), q.ledger
 
     def items() -> Iterator[SliceStats]:
+        answered: set[str] = set()
         for found, ledger in ordered_map(evaluate, chunks, workers):
             run.merge(ledger)
+            answered.update(s.key.node for s in found)
             yield from found
+        if node_label is not None:  # listed by the index, absent from every answer
+            run.silent_nodes = tuple(n for n in run.nodes if n not in answered)
 
     run._items = items()
     return run

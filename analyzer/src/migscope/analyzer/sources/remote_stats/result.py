@@ -29,13 +29,27 @@ from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
 from migscope.analyzer.stats import RangeSemantics
 from migscope.analyzer.stats.quality import Kind, QualityCounts
 
-__all__ = ["Ledger", "RemoteSliceStats", "StatsMode"]
+__all__ = ["MAX_NAMED_NODES", "Ledger", "RemoteSliceStats", "StatsMode", "silent_nodes_note"]
+
+MAX_NAMED_NODES = 20
+"""Nodes a note names before it says "and N more": a whole zone gone quiet stays one line."""
 
 StatsMode: TypeAlias = Literal["exact", "fast", "auto"]
 """How the statistics are computed (:mod:`.modes`): ``exact`` evaluates every field as one
 PromQL aggregation per slice over ``[W:step]`` subqueries; ``fast`` reads each series in few
 raw passes and combines them per slice in Python, the exact queries kept for the slices that
 need them; ``auto`` picks by the fleet's size."""
+
+
+def silent_nodes_note(server: str, nodes: tuple[str, ...]) -> str:
+    """The report note for nodes the server listed but returned no statistics for."""
+    named = ", ".join(nodes[:MAX_NAMED_NODES])
+    more = f" and {len(nodes) - MAX_NAMED_NODES} more" if len(nodes) > MAX_NAMED_NODES else ""
+    return (
+        f"{server}: {len(nodes)} node(s) listed for the window returned no statistics, so "
+        f"they are not in this report: {named}{more} (a store or shard that answered "
+        "nothing, or series that ended before the window)"
+    )
 
 
 @dataclass
@@ -133,6 +147,13 @@ class RemoteSliceStats(Iterator[SliceStats]):
             counted over the chunks (one note says how many).
         quality: The numbers out of range, per kind, summed over the chunks evaluated
             (:mod:`.quality`); :attr:`notes` says them once per kind.
+        silent_nodes: Nodes of :attr:`nodes` that no chunk's queries returned a slice of,
+            set once every chunk is consumed; :attr:`notes` names them. Why: the nodes come
+            from the label index and the slices from queries, and the two disagree when a
+            store or shard answers nothing for a node without a warning (a Thanos querier
+            with ``partial_response``), or when a node's series ended before the window but
+            in a block that overlaps it (the index answers per block, not per sample); the
+            fleet would otherwise just be smaller, with no word of it (issue 20).
     """
 
     dialect: Dialect
@@ -156,6 +177,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
     wall_seconds: float = 0.0
+    silent_nodes: tuple[str, ...] = ()
     _items: Iterator[SliceStats] = field(default_factory=lambda: iter(()), repr=False)
 
     @property
@@ -173,6 +195,8 @@ class RemoteSliceStats(Iterator[SliceStats]):
                 f"{presence}, with no {activity} or framebuffer series: "
                 "reported unknown, their GPUs kept as they are"
             )
+        if self.silent_nodes:
+            listed.append(silent_nodes_note(self.server, self.silent_nodes))
         return [*listed, *self.found, *self.quality.notes(self.server, self._metric_names())]
 
     def _metric_names(self) -> dict[Kind, str]:
