@@ -78,7 +78,10 @@ DEFAULTS = AnalyzeOptions()
     type=Duration(),
     default=seconds(DEFAULT_TIMEOUT_SECONDS),
     show_default=True,
-    help="How long to wait for each Prometheus request (a duration; bare numbers are seconds).",
+    help=(
+        "How long to wait for each Prometheus or Kubernetes request and a kubeconfig's exec "
+        "plugin (a duration; bare numbers are seconds)."
+    ),
 )
 @click.option(
     "--stats",

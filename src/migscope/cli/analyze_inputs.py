@@ -218,7 +218,8 @@ def read_pending(
     if mode == "off":
         return [], []
     try:
-        api = api_client(kubeconfig)
+        # A kubeconfig's exec plugin gets --timeout too: one that hangs ends the command.
+        api = api_client(kubeconfig, exec_timeout_s=timeout_s)
         with api:
             found = pending_demand(list_pending_pods(Kube(api, timeout_s=timeout_s)))
     except KubeError as exc:
