@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from migscope.core.errors import MigscopeError
 from migscope.core.spec.v1 import (
     REPORT_FILE,
     ProvenanceV1,
@@ -75,7 +76,7 @@ class Trend:
     notes: tuple[str, ...] = ()
 
 
-class UnusableReport(ValueError):
+class UnusableReport(MigscopeError, ValueError):
     """A report.json that parses, but is not one the trend can use (the message says why)."""
 
 
