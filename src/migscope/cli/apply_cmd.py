@@ -88,7 +88,7 @@ def run_apply(
         InvalidInput: a bad window, a plan ``--apply`` refuses (before the cluster is
             contacted), the API unreachable, another applier active.
     """
-    from migscope.applier.applier import Applier, LeaseLost
+    from migscope.applier.applier import Applier, ClusterRefused, LeaseLost
     from migscope.applier.lease import LeaseHeld
     from migscope.applier.plan import PlanRefused
     from migscope.applier.settings import ApplySettings, parse_window_spec
@@ -123,7 +123,7 @@ def run_apply(
     with api:
         try:
             report = Applier(Kube(api), settings).run(plan)
-        except (LeaseHeld, LeaseLost, PlanRefused) as exc:
+        except (ClusterRefused, LeaseHeld, LeaseLost, PlanRefused) as exc:
             raise InvalidInput(str(exc)) from exc
         except ApiError as exc:
             raise InvalidInput(f"Kubernetes API: {exc}") from exc

@@ -102,7 +102,9 @@ STRATEGY_LABEL = "nvidia.com/mig.strategy"
 PAUSED = "paused-for-mig-change"
 DEPLOY_LABELS = tuple(
     f"nvidia.com/gpu.deploy.{c}"
-    for c in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm")
+    # ``client``: GPU Operator 26.7's label for third-party GPU clients such as a standalone
+    # DRA driver, bounced around a MIG change like the operands.
+    for c in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm", "client")
 )
 #: Pod annotation naming the GPU indices whose devices the pod holds (``"0"``, ``"1,3"``).
 GPU_ANNOTATION = "mig-manager-sim.migscope.test/gpus"
@@ -138,6 +140,9 @@ class Knobs:
         reboot_seconds: How long the node is NotReady.
         delay_s: Seconds to wait before each state write.
         pause_operands: Pause the operand deploy labels during a change.
+        device_plugin: The device plugin and GFD run on the node and advertise its MIG
+            devices; False for a node whose devices NVIDIA's DRA driver publishes instead
+            (:class:`~support.kubeapi.dra_plugin.DraPluginSim`).
     """
 
     fail: bool = False
@@ -147,6 +152,7 @@ class Knobs:
     reboot_seconds: float = 0.2
     delay_s: float = 0.0
     pause_operands: bool = True
+    device_plugin: bool = True
 
 
 @dataclass(frozen=True)
@@ -576,6 +582,8 @@ class _NodeController:
 
     def publish_devices(self) -> None:
         """Device plugin + GFD: advertise the current layout on the Node."""
+        if not self.sim.knobs(self.node).device_plugin:
+            return  # a DRA node: the DRA kubelet plugin publishes ResourceSlices instead
         try:
             node = self.client.sanitize_for_serialization(self.core.read_node(self.node))
         except kubernetes.client.ApiException as exc:

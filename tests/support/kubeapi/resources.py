@@ -183,6 +183,41 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         status_subresource=True,
         short_names=("pdb",),
     ),
+    # Dynamic Resource Allocation (resource.k8s.io/v1, GA in 1.34). ResourceSlices are
+    # cluster-scoped and select on spec.nodeName and spec.driver (upstream's
+    # resourceslice.GetAttrs); ResourceClaims have a status subresource (the scheduler writes
+    # the allocation, the kubelet reservedFor).
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        namespaced=False,
+        field_labels=("spec.nodeName", "spec.driver"),
+    ),
+    ResourceType(
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        namespaced=True,
+        status_subresource=True,
+    ),
+    ResourceType(
+        "resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True
+    ),
+    # GPU Operator 26.7's GPUCluster CRD (gpuclusters.nvidia.com, v1alpha1, cluster-scoped):
+    # the DRA driver without MIG Manager.
+    ResourceType(
+        "nvidia.com",
+        "v1alpha1",
+        "GPUCluster",
+        "gpuclusters",
+        namespaced=False,
+        status_subresource=True,
+        builtin=False,
+        return_deleted_object=True,
+    ),
     # The NVIDIA GPU Operator's CRD (nvidia.com_clusterpolicies.yaml): cluster-scoped, with a
     # status subresource; served like any CRD, so strategic merge patches are refused.
     ResourceType(

@@ -48,6 +48,7 @@ from migscope.applier.audit import Audit
 from migscope.applier.clock import SYSTEM_CLOCK, Clock, as_clock
 from migscope.applier.configmap import ConfigTarget, find_target
 from migscope.applier.describe import change_actions, unfinished
+from migscope.applier.dra import node_management
 from migscope.applier.lease import Lease
 from migscope.applier.outcome import NodeOutcome, RunReport
 from migscope.applier.plan import ApplyPlan, NodeChange, PlanRefused
@@ -58,17 +59,28 @@ from migscope.applier.steps import (
     STATE_LABEL,
     NodeProgress,
     Step,
-    pods_at_risk,
     read_progress,
 )
-from migscope.applier.workflow import NodeWorkflow
+from migscope.applier.workflow import TRANSIENT, NodeWorkflow, at_risk_now
 from migscope.core.errors import MigscopeError
 from migscope.core.migparted import MigPartedConfig
-from migscope.kube import Conflict, Kube, NotFound, ReadOnlyKube
+from migscope.kube import ApiError, Conflict, Kube, NotFound, ReadOnlyKube
 
-__all__ = ["Applier", "LeaseLost", "NodeOutcome", "RunReport"]
+__all__ = ["DYNAMIC_MIG", "Applier", "ClusterRefused", "LeaseLost", "NodeOutcome", "RunReport"]
 
 Obj = dict[str, Any]
+
+
+DYNAMIC_MIG = (
+    "the DRA driver manages this node's MIG slices dynamically (DynamicMIG: it creates a "
+    "slice per claim, destroys partitions it did not create and forbids mig-parted beside "
+    "it); migscope only observes and advises here"
+)
+"""Why a DynamicMIG node is never relabelled (docs/dra.md)."""
+
+
+class ClusterRefused(MigscopeError):
+    """Nothing on this cluster applies ``nvidia.com/mig.config`` (one line: why)."""
 
 
 class LeaseLost(MigscopeError):
@@ -168,6 +180,16 @@ class Applier:
             self.kube, namespace=s.namespace, name=s.configmap, key=s.configmap_key
         )
         report.configmap = target
+        refused = self._gpu_cluster(target, report)
+        if refused:
+            if s.apply:
+                raise ClusterRefused(f"refusing to apply: {refused}")
+            report.notes.append(f"--apply would refuse: {refused}")
+            for planned_change in plan.nodes:
+                report.outcomes.append(
+                    NodeOutcome(planned_change.node, planned_change.config, "skipped", refused)
+                )
+            return
         if target.policy is None:
             report.notes.append(
                 "no GPU Operator ClusterPolicy found: make sure MIG Manager reads "
@@ -224,6 +246,31 @@ class Applier:
             if outcome.result in ("applied", "failed", "would-apply"):
                 done_this_run += 1
 
+    def _gpu_cluster(self, target: ConfigTarget, report: RunReport) -> str:
+        """Why no relabel can work here because a ``GPUCluster`` runs the GPUs ("" if none).
+
+        GPU Operator 26.7's ``GPUCluster`` (exclusive with ``ClusterPolicy``) runs NVIDIA's
+        DRA driver and no MIG Manager, so nothing would act on ``nvidia.com/mig.config``. Only
+        asked when no ClusterPolicy was found (the two cannot coexist).
+        """
+        if target.policy is not None:
+            return ""
+        try:
+            clusters = self.kube.gpu_clusters()
+        except ApiError as exc:
+            if exc.status in TRANSIENT:
+                raise
+            report.notes.append(f"could not tell whether a GPUCluster manages the GPUs: {exc}")
+            return ""
+        if not clusters:
+            return ""
+        name = (clusters[0].get("metadata") or {}).get("name", "?")
+        return (
+            f"GPUCluster {name} manages this cluster's GPUs through NVIDIA's DRA driver without "
+            "MIG Manager, so nothing applies nvidia.com/mig.config here; migscope only observes "
+            "and advises (docs/dra.md)"
+        )
+
     def refusal(self, plan: ApplyPlan) -> str:
         """Why these settings do not let ``--apply`` apply ``plan`` ("" when they do)."""
         return plan.refusal(
@@ -273,8 +320,18 @@ class Applier:
         if why:
             out.reason = why
             return self._skip(node, out)
+        slices = self.kube.resource_slices(change.node)
+        if node_management(slices) == "dynamic":
+            out.reason = DYNAMIC_MIG
+            return self._skip(node, out)
         pods = self.kube.pods_on_node(change.node)
-        at_risk = pods_at_risk(change, pods, node)
+        try:
+            at_risk = at_risk_now(self.kube, change, node, pods)
+        except ApiError as exc:
+            if exc.status in TRANSIENT:
+                raise
+            out.reason = str(exc)
+            return self._skip(node, out)
         if at_risk and not s.drain:
             out.reason = (
                 f"pods hold devices the change destroys: {', '.join(at_risk)} "

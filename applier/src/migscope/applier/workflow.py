@@ -22,6 +22,13 @@ from typing import Any
 from migscope.applier.audit import Audit
 from migscope.applier.clock import Clock
 from migscope.applier.configmap import ConfigMapError, ConfigTarget, config_present, ensure_config
+from migscope.applier.dra import (
+    DRA_PLUGIN_LABELS,
+    claim_names,
+    dra_pods_at_risk,
+    node_management,
+    published_resources,
+)
 from migscope.applier.outcome import NodeOutcome
 from migscope.applier.plan import NodeChange
 from migscope.applier.settings import ApplySettings
@@ -41,7 +48,7 @@ from migscope.core.errors import MigscopeError
 from migscope.core.migparted import MigPartedConfig
 from migscope.kube import ApiError, Conflict, Kube, NotFound, TooManyRequests
 
-__all__ = ["NodeWorkflow"]
+__all__ = ["NodeWorkflow", "at_risk_now"]
 
 Obj = dict[str, Any]
 
@@ -321,7 +328,7 @@ class NodeWorkflow:
         strategy_of = self.kube.get_node(change.node)  # its MIG strategy label, allocatable
         while True:
             pods = self.kube.pods_on_node(change.node)
-            at_risk = pods_at_risk(change, pods, strategy_of)
+            at_risk = at_risk_now(self.kube, change, strategy_of, pods)
             if not at_risk:
                 break
             if not self.settings.drain:
@@ -432,18 +439,36 @@ class NodeWorkflow:
     def _verify(self, change: NodeChange, progress: NodeProgress, node: Obj) -> NodeProgress:
         _still_ours(node, progress)
         expected = change.expected_resources()
-        deadline = self.clock.monotonic() + self.settings.verify_timeout_s
+        started = self.clock.monotonic()
+        deadline = started + self.settings.verify_timeout_s
         have = advertised(node)
+        # A node whose MIG devices NVIDIA's DRA driver publishes advertises no allocatable
+        # nvidia.com/mig-*: there the new layout shows in its ResourceSlices instead.
+        dra = bool(expected) and not have and self._dra_static(change.node)
+        if dra:
+            have = published_resources(self.kube.resource_slices(change.node))
+        restarted = False
         while expected and have != expected and self.clock.monotonic() < deadline:
+            if (
+                dra
+                and not restarted
+                and self.clock.monotonic() - started >= (self.settings.verify_timeout_s / 2)
+            ):
+                # The kubelet plugin discovers MIG devices once, at start: restart it.
+                restarted = self._restart_dra_plugin(change.node)
             self.clock.sleep(self.settings.poll_s)
             node = self.kube.get_node(change.node)
-            have = advertised(node)
+            if dra:
+                have = published_resources(self.kube.resource_slices(change.node))
+            else:
+                have = advertised(node)
         _still_ours(node, progress)  # its resourceVersion guards the patch below
         mismatch = bool(expected) and have != expected
+        where = "its ResourceSlices publish" if dra else "the node advertises"
         message = (
             f"applied {change.config}"
             if not mismatch
-            else f"applied {change.config}, but the node advertises {have} instead of {expected}"
+            else f"applied {change.config}, but {where} {have} instead of {expected}"
         )
         done = progress.at(Step.DONE if not mismatch else Step.FAILED, message)
         now = datetime.fromtimestamp(self.clock.now(), tz=timezone.utc)
@@ -474,6 +499,42 @@ class NodeWorkflow:
             warning=mismatch,
         )
         return done
+
+    def _dra_static(self, name: str) -> bool:
+        """Whether NVIDIA's DRA driver publishes the node's pre-created MIG devices."""
+        return node_management(self.kube.resource_slices(name)) == "static"
+
+    def _restart_dra_plugin(self, name: str) -> bool:
+        """Evict the node's DRA kubelet plugin pod(s) so that they re-discover MIG devices.
+
+        The plugin's discovery is a snapshot taken at start (docs/dra-sources.md §1.1); the
+        driver's docs say to restart it after re-partitioning. GPU Operator 26.7 does so
+        itself for plugins that select ``nvidia.com/gpu.deploy.client``; this is for the
+        others. The Eviction API (the permission ``--drain`` already needs) lets the
+        DaemonSet start a fresh pod. Returns whether any pod was evicted.
+        """
+        evicted = False
+        for pod in self.kube.pods_on_node(name):
+            meta = pod.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            if not any(labels.get(k) == v for k, v in DRA_PLUGIN_LABELS):
+                continue
+            who = f"{meta.get('namespace')}/{meta.get('name')}"
+            try:
+                self.kube.evict(str(meta.get("namespace")), str(meta.get("name")))
+            except NotFound:
+                continue
+            except ApiError as exc:
+                self.audit.log(name, "dra-plugin-restart-refused", pod=who, why=str(exc))
+                continue
+            evicted = True
+            self.audit.log(
+                name,
+                "dra-plugin-restart",
+                pod=who,
+                why="the DRA kubelet plugin discovers MIG devices only at start",
+            )
+        return evicted
 
     def _rollback(self, change: NodeChange, progress: NodeProgress, reason: str) -> NodeProgress:
         """Undo what is still ours: our label, our cordon; record ``failed``.
@@ -558,6 +619,48 @@ class NodeWorkflow:
 
     def _patch(self, name: str, patch: Mapping[str, Any]) -> Obj:
         return self.kube.patch_node(name, patch)
+
+
+def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> list[str]:
+    """``namespace/pod`` of the node's pods that may hold a device the change destroys.
+
+    Both ways a pod can hold a MIG device: its requests (the device plugin,
+    :func:`~migscope.applier.steps.pods_at_risk`) and its ResourceClaims (DRA,
+    :func:`~migscope.applier.dra.dra_pods_at_risk`), the claims read live.
+
+    Raises:
+        ApiError: the node's ResourceSlices or a pod's claim cannot be read (a 403 says which
+            permission is missing: without it, DRA holders cannot be seen).
+    """
+    at_risk = set(pods_at_risk(change, pods, node))
+    refs = {
+        (str((p.get("metadata") or {}).get("namespace")), name)
+        for p in pods
+        for name in claim_names(p)
+    }
+    if not refs:
+        return sorted(at_risk)
+    claims: dict[tuple[str, str], Obj] = {}
+    try:
+        slices = kube.resource_slices(change.node)
+        for namespace, name in sorted(refs):
+            claim = kube.get_resource_claim(namespace, name)
+            if claim is not None:
+                claims[(namespace, name)] = claim
+    except ApiError as exc:
+        if exc.status in (401, 403):
+            raise ApiError(
+                "cannot see which pods hold MIG devices through DRA: "
+                + _permission(
+                    exc,
+                    "read resourceclaims",
+                    "get on resourceclaims and list on resourceslices (resource.k8s.io)",
+                ),
+                exc.status,
+            ) from exc
+        raise
+    at_risk.update(dra_pods_at_risk(change, pods, claims, slices))
+    return sorted(at_risk)
 
 
 def _label(node: Obj) -> str | None:

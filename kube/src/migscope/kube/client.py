@@ -139,6 +139,7 @@ class Kube:
         self.policy = client.PolicyV1Api(api)
         self.coordination = client.CoordinationV1Api(api)
         self.custom = client.CustomObjectsApi(api)
+        self.resource = client.ResourceV1Api(api)
         self.timeout = timeout_s
         self.max_response_bytes = max_response_bytes
 
@@ -342,6 +343,51 @@ class Kube:
 
     # -- events and leases -------------------------------------------------------------------
 
+    def gpu_clusters(self) -> list[Obj]:
+        """The GPU Operator's ``GPUCluster`` objects (empty when the CRD is not installed).
+
+        GPU Operator 26.7's ``GPUCluster`` (``nvidia.com/v1alpha1``, cluster-scoped) runs the
+        DRA driver without MIG Manager: on such a cluster nothing reads
+        ``nvidia.com/mig.config``.
+        """
+        try:
+            body = self._obj(
+                "listing gpuclusters",
+                self.custom.list_cluster_custom_object,
+                "nvidia.com",
+                "v1alpha1",
+                "gpuclusters",
+            )
+        except NotFound:
+            return []
+        return list(body.get("items") or [])
+
+    # -- DRA (resource.k8s.io/v1) ------------------------------------------------------------
+
+    def resource_slices(self, node: str) -> list[Obj]:
+        """The ResourceSlices of the node's DRA drivers (empty where DRA is not served)."""
+        try:
+            body = self._obj(
+                f"listing resourceslices of {node}",
+                self.resource.list_resource_slice,
+                field_selector=f"spec.nodeName={node}",
+            )
+        except NotFound:
+            return []  # no resource.k8s.io/v1 on this cluster: nothing is allocated through DRA
+        return list(body.get("items") or [])
+
+    def get_resource_claim(self, namespace: str, name: str) -> Obj | None:
+        """The ResourceClaim, or None when it does not exist (any more)."""
+        try:
+            return self._obj(
+                f"reading resourceclaim {namespace}/{name}",
+                self.resource.read_namespaced_resource_claim,
+                name,
+                namespace,
+            )
+        except NotFound:
+            return None
+
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
         """Record a core/v1 Event."""
         self._done("recording an event", self.core.create_namespaced_event, namespace, dict(body))
@@ -409,6 +455,18 @@ class ReadOnlyKube(Kube):
     def cluster_policies(self) -> list[Obj]:
         """See :meth:`Kube.cluster_policies`."""
         return self.inner.cluster_policies()
+
+    def gpu_clusters(self) -> list[Obj]:
+        """See :meth:`Kube.gpu_clusters`."""
+        return self.inner.gpu_clusters()
+
+    def resource_slices(self, node: str) -> list[Obj]:
+        """See :meth:`Kube.resource_slices`."""
+        return self.inner.resource_slices(node)
+
+    def get_resource_claim(self, namespace: str, name: str) -> Obj | None:
+        """See :meth:`Kube.get_resource_claim`."""
+        return self.inner.get_resource_claim(namespace, name)
 
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         """See :meth:`Kube.get_lease`."""
