@@ -1271,7 +1271,7 @@ def documented_rbac() -> tuple[dict[tuple[str, str], set[str]], set[str], set[st
     namespaced = re.search(r"Namespaced\s+\(Role[^)]*\): ([^.]+)\.", section)
     assert cluster is not None
     assert namespaced is not None
-    assert len(table) == 7
+    assert len(table) == 10
     split = lambda s: {x.strip() for x in s.replace("\n", " ").split(",")}  # noqa: E731
     return table, split(cluster[1]), split(namespaced[1])
 
