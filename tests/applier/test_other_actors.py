@@ -171,3 +171,23 @@ def test_a_node_deleted_mid_change_ends_that_node_not_the_run() -> None:
         assert by_node["gpu-a"].result == "failed"
         assert "node deleted" in by_node["gpu-a"].reason
         assert by_node["gpu-b"].result == "applied", by_node["gpu-b"].reason
+
+
+def test_a_wrong_namespace_is_refused_before_anything_is_written() -> None:
+    """Issue 22, item 4: OpenShift's ``nvidia-gpu-operator`` for ``gpu-operator``: the dry
+    run said nothing, ``--apply`` created a stray ConfigMap and Lease, evicted a pod, then
+    MIG Manager failed and it rolled back."""
+    from migscope.applier.applier import ClusterRefused
+
+    with running_cluster() as c:
+        c.api.create(pod("train", "ml", node_name="gpu-a", requests={"nvidia.com/mig-2g.35gb": 1}))
+        report = c.applier(apply=False, namespace="nvidia-gpu-operator").run(plan())
+        (dry,) = report.outcomes
+        assert dry.result == "skipped"
+        assert "--namespace" in dry.reason
+        assert any("nvidia-gpu-operator" in n for n in report.notes)
+        before = c.api.resource_version
+        with pytest.raises(ClusterRefused, match="namespace nvidia-gpu-operator holds neither"):
+            c.applier(namespace="nvidia-gpu-operator", drain=True).run(plan())
+        assert c.api.resource_version == before  # no ConfigMap, no Lease, no eviction
+        assert c.api.list("v1", "Pod", namespace="ml")

@@ -79,6 +79,12 @@ DYNAMIC_MIG = (
 """Why a DynamicMIG node is never relabelled (docs/dra.md)."""
 
 
+DEFAULT_OPERATOR_CONFIGMAP = "default-mig-parted-config"
+"""The mig-parted ConfigMap the GPU Operator creates in its namespace."""
+MIG_MANAGER_APP = "nvidia-mig-manager"
+"""The ``app`` label of MIG Manager's pods (the GPU Operator's DaemonSet)."""
+
+
 class ClusterRefused(MigscopeError):
     """Nothing on this cluster applies ``nvidia.com/mig.config`` (one line: why)."""
 
@@ -165,22 +171,14 @@ class Applier:
                 raise PlanRefused(plan.source, report.refusal)
             report.notes.append(f"--apply would refuse this plan: {report.refusal}")
         self.use_plan(plan)
-        if self.settings.apply:
-            self.lease.acquire(wait_s=self.settings.lease_wait_s)
-        try:
-            self._run(plan, report)
-        finally:
-            if self.settings.apply:
-                self.lease.release()
-        return report
-
-    def _run(self, plan: ApplyPlan, report: RunReport) -> None:
         s = self.settings
+        # Where MIG Manager reads its config, and whether anything here reads the label at
+        # all: decided from reads alone, before the Lease or any other write.
         target = find_target(
             self.kube, namespace=s.namespace, name=s.configmap, key=s.configmap_key
         )
         report.configmap = target
-        refused = self._gpu_cluster(target, report)
+        refused = self._gpu_cluster(target, report) or self._wrong_namespace(target)
         if refused:
             if s.apply:
                 raise ClusterRefused(f"refusing to apply: {refused}")
@@ -189,7 +187,18 @@ class Applier:
                 report.outcomes.append(
                     NodeOutcome(planned_change.node, planned_change.config, "skipped", refused)
                 )
-            return
+            return report
+        if s.apply:
+            self.lease.acquire(wait_s=s.lease_wait_s)
+        try:
+            self._run(plan, report, target)
+        finally:
+            if s.apply:
+                self.lease.release()
+        return report
+
+    def _run(self, plan: ApplyPlan, report: RunReport, target: ConfigTarget) -> None:
+        s = self.settings
         if target.policy is None:
             report.notes.append(
                 "no GPU Operator ClusterPolicy found: make sure MIG Manager reads "
@@ -269,6 +278,29 @@ class Applier:
             f"GPUCluster {name} manages this cluster's GPUs through NVIDIA's DRA driver without "
             "MIG Manager, so nothing applies nvidia.com/mig.config here; migscope only observes "
             "and advises (docs/dra.md)"
+        )
+
+    def _wrong_namespace(self, target: ConfigTarget) -> str:
+        """Why ``--namespace`` is not the GPU Operator's ("" when it looks like it is).
+
+        Checked before anything is written (issue 22: OpenShift's ``nvidia-gpu-operator``
+        given for ``gpu-operator`` made ``--apply`` create a stray ConfigMap and Lease, evict a
+        pod, then fail). The operator's namespace holds the mig-parted ConfigMap MIG Manager
+        reads (the ClusterPolicy's, or the operator's ``default-mig-parted-config``) or runs
+        MIG Manager's pods; a namespace with none of them is not it.
+        """
+        ns = target.namespace
+        for name in (target.name, DEFAULT_OPERATOR_CONFIGMAP):
+            if self.kube.get_configmap(ns, name) is not None:
+                return ""
+        for pod in self.kube.list_pods(field_selector=f"metadata.namespace={ns}", page_size=200):
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            if labels.get("app") == MIG_MANAGER_APP:
+                return ""
+        return (
+            f"namespace {ns} holds neither configmap {target.name} nor the GPU Operator's "
+            f"{DEFAULT_OPERATOR_CONFIGMAP}, and runs no MIG Manager: pass the GPU Operator's "
+            "namespace with --namespace (gpu-operator; nvidia-gpu-operator on OpenShift)"
         )
 
     def refusal(self, plan: ApplyPlan) -> str:

@@ -639,7 +639,7 @@ def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> l
         for name in claim_names(p)
     }
     if not refs:
-        return sorted(at_risk)
+        return _as_the_plan_says(change, pods, at_risk)
     claims: dict[tuple[str, str], Obj] = {}
     try:
         slices = kube.resource_slices(change.node)
@@ -660,7 +660,47 @@ def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> l
             ) from exc
         raise
     at_risk.update(dra_pods_at_risk(change, pods, claims, slices))
-    return sorted(at_risk)
+    return _as_the_plan_says(change, pods, at_risk)
+
+
+def _as_the_plan_says(change: NodeChange, pods: list[Obj], broad: set[str]) -> list[str]:
+    """The broad rule's pods, narrowed to what the plan knows of each pod's GPUs.
+
+    The broad rule cannot tell which GPU a pod's device is on, so it names every holder of
+    a destroyed profile, on changed GPUs or not (issue 22: ``--drain`` evicted 11 pods where
+    the report named 8). The report knows each pod's GPUs (its per-GPU slices, from the
+    exporter's MIG UUIDs): a pod the plan placed, and that existed when the plan was made, is
+    at risk exactly when one of its GPUs is re-created. A pod the plan does not place, or
+    one created since (a restarted StatefulSet pod may hold another device under the same
+    name), keeps the broad rule. The plan's ``pods_to_move`` on the node are always named.
+    """
+    if not change.placed:
+        return sorted(broad)
+    placed = dict(change.placed)
+    changed = {g.index for g in change.changed_gpus}
+    out: set[str] = set()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}"
+        gpus = placed.get(name)
+        if gpus is None or not _existed_by(meta, change.placed_at):
+            if name in broad:
+                out.add(name)
+        elif set(gpus) & changed or name in change.pods_to_move:
+            out.add(name)
+    return sorted(out)
+
+
+def _existed_by(meta: Mapping[str, Any], when: float | None) -> bool:
+    """Whether the pod was created no later than ``when`` (unknown: no)."""
+    stamp = meta.get("creationTimestamp")
+    if when is None or not isinstance(stamp, str):
+        return False
+    try:
+        created = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return created.timestamp() <= when
 
 
 def _label(node: Obj) -> str | None:

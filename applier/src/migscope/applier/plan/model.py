@@ -153,6 +153,11 @@ class NodeChange:
         unsafe: Where the recommendation breaks the safety contract, as
             :func:`migscope.core.disruption.violations` re-checks it on the plan's own data
             (empty: safe). ``--apply`` skips a node with any.
+        placed: ``(namespace/pod, GPU indices)`` of every pod the analyzer saw holding a
+            slice of this node, from the report's per-GPU slices (empty: the plan does not
+            say, as a ``node-plan.json`` does not).
+        placed_at: When the analyzer saw them (the plan's creation, Unix seconds): a pod
+            created later may hold other devices than the plan says.
     """
 
     node: str
@@ -161,6 +166,8 @@ class NodeChange:
     pods_to_move: tuple[str, ...] = ()
     disruptive: bool = False
     unsafe: tuple[str, ...] = ()
+    placed: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    placed_at: float | None = None
 
     @property
     def changed_gpus(self) -> tuple[GpuChange, ...]:

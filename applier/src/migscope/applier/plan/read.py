@@ -29,6 +29,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,8 @@ def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
         nodes.append(_node_change(rec, as_written[k], f"{source}: recommendations[{k}]", config))
         _check_on_catalogue(rec, config, source, f"recommendations[{k}] ({_shown(rec.node)})")
     _no_duplicates(nodes, source)
+    if provenance is not None:
+        nodes = [replace(n, placed_at=provenance.created_unix) for n in nodes]
     return ApplyPlan(source, tuple(nodes), config, provenance)
 
 
@@ -170,7 +173,29 @@ def _node_change(
         pods_to_move=tuple(rec.pods_to_move),
         disruptive=rec.disruptive,
         unsafe=tuple(violations(as_written)),
+        placed=_placed(as_written),
     )
+
+
+def _placed(as_written: Mapping[str, Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``(pod, GPUs)`` from the recommendation's per-GPU ``slices``.
+
+    Empty when they are malformed: the safety re-check reports that, and the applier then
+    uses its broad rule.
+    """
+    gpus: dict[str, set[int]] = {}
+    slices = as_written.get("slices")
+    if not isinstance(slices, list):
+        return ()
+    for entry in slices:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("gpu"), int):
+            return ()
+        pods = entry.get("pods") or []
+        if not isinstance(pods, list) or not all(isinstance(x, str) for x in pods):
+            return ()
+        for pod in pods:
+            gpus.setdefault(pod, set()).add(entry["gpu"])
+    return tuple(sorted((pod, tuple(sorted(g))) for pod, g in gpus.items()))
 
 
 _ABSENT = GpuLayoutV1(gpu=-1, mig_enabled=True, layout={})

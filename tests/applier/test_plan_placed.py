@@ -1,0 +1,102 @@
+"""``--drain`` evicts the pods the report names, not every holder of a destroyed profile.
+
+Issue 22, item 5: the applier evicted 11 pods where the report named 8, pods on GPUs the plan
+does not change, because the broad rule (a pod holding a profile present on a changed GPU)
+cannot tell GPUs apart. The report can: its per-GPU slices say which pod is on which GPU.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from support.kubeapi import pod
+from support.kubeapi.mig_manager import GPU_ANNOTATION
+
+from applier.cluster import PLAN_CONFIGS, change, provenance, running_cluster
+from migscope.applier.plan import ApplyPlan
+
+
+def _pods(c, *names_and_gpus: tuple[str, int]) -> None:  # type: ignore[no-untyped-def]
+    for name, gpu in names_and_gpus:
+        c.api.create(
+            pod(
+                name,
+                "ml",
+                node_name="gpu-a",
+                requests={"nvidia.com/mig-2g.35gb": 1},
+                annotations={GPU_ANNOTATION: str(gpu)},
+            )
+        )
+
+
+def _plan(placed: tuple[tuple[str, tuple[int, ...]], ...], *, at: float) -> ApplyPlan:
+    node = replace(change(), placed=placed, placed_at=at, pods_to_move=("ml/on-gpu1",))
+    return ApplyPlan("test", (node,), PLAN_CONFIGS, provenance(age_s=0))
+
+
+def test_drain_evicts_only_the_pods_on_the_gpus_the_plan_changes() -> None:
+    with running_cluster() as c:
+        _pods(c, ("on-gpu0", 0), ("on-gpu1", 1))
+        placed = (("ml/on-gpu0", (0,)), ("ml/on-gpu1", (1,)))
+        plan = _plan(placed, at=time.time() + 1)  # the plan saw both pods
+        (dry,) = c.applier(apply=False, drain=True).run(plan).outcomes
+        text = "\n".join(dry.actions)
+        assert "ml/on-gpu1" in text
+        assert "ml/on-gpu0" not in text
+        (out,) = c.applier(drain=True).run(plan).outcomes
+        assert out.result == "applied", out.reason
+        left = {p["metadata"]["name"] for p in c.api.list("v1", "Pod", namespace="ml")}
+        assert left == {"on-gpu0"}
+
+
+def test_a_pod_created_after_the_plan_keeps_the_broad_rule() -> None:
+    """A pod of the same name made since (a restarted StatefulSet pod) may hold a device on
+    the changed GPU now: the plan's placement of its predecessor is not trusted."""
+    with running_cluster() as c:
+        plan = _plan((("ml/on-gpu0", (0,)), ("ml/on-gpu1", (1,))), at=time.time() - 60)
+        _pods(c, ("on-gpu0", 1), ("on-gpu1", 1))
+        (out,) = c.applier().run(plan).outcomes
+        assert out.result == "skipped"
+        assert "ml/on-gpu0" in out.reason
+        assert "ml/on-gpu1" in out.reason
+
+
+def test_a_pod_the_plan_does_not_place_keeps_the_broad_rule() -> None:
+    with running_cluster() as c:
+        _pods(c, ("stranger", 0))
+        plan = _plan((("ml/on-gpu1", (1,)),), at=time.time() + 1)
+        (out,) = c.applier().run(plan).outcomes
+        assert out.result == "skipped"
+        assert "ml/stranger" in out.reason
+
+
+def test_the_report_places_each_pod_on_its_gpus() -> None:
+    """``plan_from_report`` reads the per-GPU pods of every recommendation."""
+    from applier.test_contract import _fresh, _slice
+    from migscope.analyzer.options import AnalyzeOptions
+    from migscope.analyzer.pipeline import analyze
+    from migscope.applier.plan import plan_from_report
+    from support.planted_slices import WEEK
+
+    slices = [
+        _slice("gpu-a", 0, 1, "3g.71gb", 4, "busy"),
+        _slice("gpu-a", 1, 1, "3g.71gb", 4, "idle"),
+        _slice("gpu-a", 1, 2, "2g.35gb", 0, "idle"),
+    ]
+    data = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)).to_json()
+    data["provenance"] = _fresh()
+    plan = plan_from_report(data)
+    placed = {c.node: dict(c.placed) for c in plan.nodes}
+    seen = {
+        pod: s["gpu"]
+        for rec in data["recommendations"]
+        for s in rec["slices"]
+        for pod in s["pods"]
+    }
+    assert seen, "the planted week holds pods"
+    for node, pods in placed.items():
+        assert pods
+        for pod, gpus in pods.items():
+            assert seen[pod] in gpus, (node, pod)
+    assert all(c.placed_at == plan.provenance.created_unix for c in plan.nodes)  # type: ignore[union-attr]
