@@ -382,7 +382,7 @@ def classify(
 
     if held and quiet_compute:
         owner = stats.main_owner
-        who = f"{owner.namespace}/{owner.pod}" if owner is not None else "a pod"
+        who = owner.who if owner is not None else "a pod"
         if act is not None:
             why = f"p95 activity {_pct(act)} < {_pct(idle.activity_p95_below)}"
         else:

@@ -37,6 +37,7 @@ from migscope.analyzer.dialect import (
     Dialect,
 )
 from migscope.analyzer.dialect import names as metric
+from migscope.analyzer.model import Holder, holder_claim
 from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.core.catalogue import find_model
 from migscope.core.metrics import GPU_UUID
@@ -44,6 +45,9 @@ from migscope.core.metrics import GPU_UUID
 __all__ = ["HistoryWritten", "iter_history", "write_openmetrics"]
 
 _Int64Array = NDArray[np.int64]
+
+DRA_DRIVER = "gpu.nvidia.com"
+"""The DRA driver named on a claim holder's series: NVIDIA's (dra-driver-nvidia-gpu)."""
 
 
 @dataclass(frozen=True)
@@ -143,8 +147,16 @@ def _migscope_series(series: SliceSeries) -> Iterator[_Series]:
         total = np.full(seen.size, float(series.memory_total_bytes))
         yield _Series(metric.MIG_MEMORY_TOTAL, base, seen, total)
     resource = f"nvidia.com/mig-{info.profile}"
-    for (namespace, pod), held in sorted(series.holders.items()):
+    for holder, held in sorted(series.holders.items()):
+        namespace, pod, claim = holder[0], holder[1], holder_claim(holder)
         labels = {**base, "namespace": namespace, "pod": pod, "resource": resource}
+        if claim:  # held through a DRA claim: the driver's name, as the exporter writes it
+            labels |= {
+                "resource": DRA_DRIVER,
+                "claim": claim,
+                "claim_namespace": namespace,
+                "attribution": "dra-resourceslice",
+            }
         yield _Series(metric.MIG_POD_INFO, labels, held, _ones(held))
     for counter in series.energy:
         yield _Series(
@@ -156,12 +168,14 @@ def _migscope_series(series: SliceSeries) -> Iterator[_Series]:
 
 
 def _split_by_holder(
-    ts: TimeSeries, holders: Mapping[tuple[str, str], _Int64Array]
-) -> Iterator[tuple[str, str, _Int64Array, NDArray[np.float64]]]:
-    """A series cut into runs by the pod holding the slice at each sample (``""`` for none).
+    ts: TimeSeries, holders: Mapping[Holder, _Int64Array]
+) -> Iterator[tuple[dict[str, str], _Int64Array, NDArray[np.float64]]]:
+    """A series cut into runs by the holder at each sample, with its dcgm-exporter labels.
 
     dcgm-exporter puts ``namespace``/``pod`` on a GI's samples only while a pod holds it, so
-    one GI is several series over a week: one per holder and one without pod labels.
+    one GI is several series over a week: one per holder and one without pod labels. A
+    holder with a DRA claim gets the ``dra_*`` labels dcgm-exporter 4.6.0-4.8.3 writes
+    (and no pod labels when the pod is unknown, as NVIDIA/dcgm-exporter#718 reports).
     """
     owner = np.full(ts.timestamps_ms.size, -1, dtype=np.int64)
     names = sorted(holders)
@@ -169,8 +183,17 @@ def _split_by_holder(
         owner[np.isin(ts.timestamps_ms, holders[name])] = index
     for index in np.unique(owner).tolist():
         mask = owner == index
-        namespace, pod = names[index] if index >= 0 else ("", "")
-        yield namespace, pod, ts.timestamps_ms[mask], ts.values[mask]
+        labels = {"namespace": "", "pod": ""}
+        if index >= 0:
+            holder = names[index]
+            labels = {"namespace": holder[0] if holder[1] else "", "pod": holder[1]}
+            if claim := holder_claim(holder):
+                labels |= {
+                    "dra_claim_name": claim,
+                    "dra_claim_namespace": holder[0],
+                    "dra_driver_name": DRA_DRIVER,
+                }
+        yield labels, ts.timestamps_ms[mask], ts.values[mask]
 
 
 def _dcgm_series(series: SliceSeries) -> Iterator[_Series]:
@@ -186,12 +209,12 @@ def _dcgm_series(series: SliceSeries) -> Iterator[_Series]:
         "GPU_I_ID": str(key.gpu_instance_id),
     }
     if series.activity is not None:
-        for ns, pod, stamps, values in _split_by_holder(series.activity, series.holders):
-            labels = {**base, "namespace": ns, "pod": pod}
+        for held, stamps, values in _split_by_holder(series.activity, series.holders):
+            labels = {**base, **held}
             yield _Series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, stamps, values)
     if series.memory_used is not None:
-        for ns, pod, stamps, values in _split_by_holder(series.memory_used, series.holders):
-            labels = {**base, "namespace": ns, "pod": pod}
+        for held, stamps, values in _split_by_holder(series.memory_used, series.holders):
+            labels = {**base, **held}
             used_mib = np.round(values / MIB)
             yield _Series("DCGM_FI_DEV_FB_USED", labels, stamps, used_mib)
             if series.memory_total_bytes is not None:

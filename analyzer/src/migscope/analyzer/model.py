@@ -15,17 +15,33 @@ from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
 __all__ = [
+    "Holder",
     "HourlyUse",
     "JsonValue",
     "Owner",
     "SliceInfo",
     "SliceKey",
     "SliceStats",
+    "holder_claim",
     "json_safe",
 ]
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 """A value ``json.dumps`` writes as is (floats finite)."""
+
+
+Holder: TypeAlias = tuple[str, str] | tuple[str, str, str]
+"""Who held a slice: ``(namespace, pod)``, or ``(namespace, pod, claim)`` when it was held
+through a DRA ResourceClaim (``pod`` is "" when the series named only the claim).
+
+Why two lengths: a device-plugin holder stays the ``(namespace, pod)`` pair every reader and
+test knows; a claim is added only where there is one. A claim lives in its pod's namespace
+(a pod can only reference claims of its own namespace), so one namespace serves both."""
+
+
+def holder_claim(holder: Holder) -> str:
+    """The claim a holder held the slice through ("" for a device-plugin holder)."""
+    return holder[2] if len(holder) == 3 else ""
 
 
 def json_safe(data: dict[str, JsonValue]) -> dict[str, JsonValue]:
@@ -126,24 +142,47 @@ class SliceInfo:
 
 
 class Owner(NamedTuple):
-    """A pod that held a slice during part of the window: ``(namespace, pod, fraction)``.
+    """Who held a slice during part of the window: a pod, its DRA claim, or both.
 
-    A named tuple, so that ``namespace, pod, fraction = owner`` works where a plain triple
-    is handier (tables, CSV rows).
+    A named tuple, so that ``owner[:3]`` is the ``(namespace, pod, fraction)`` triple where
+    one is handier (tables, CSV rows).
 
     Attributes:
-        namespace: The pod's namespace ("" when the source did not say).
-        pod: The pod's name.
-        fraction: Share of the observed window in which this pod held the slice, 0..1.
+        namespace: The pod's (and its claim's) namespace ("" when the source did not say).
+        pod: The pod's name; "" when only the claim is known (a DRA series without pod
+            labels): the slice is held, but no pod can be named, so its GPU is pinned.
+        fraction: Share of the observed window in which this holder held the slice, 0..1.
+        claim: The ResourceClaim it was held through under DRA; "" for a device plugin.
     """
 
     namespace: str
     pod: str
     fraction: float
+    claim: str = ""
+
+    @classmethod
+    def of(cls, holder: Holder, fraction: float) -> Owner:
+        """The owner a reader's holder key names, with its share of the window."""
+        return cls(holder[0], holder[1], fraction, holder_claim(holder))
+
+    @property
+    def who(self) -> str:
+        """How the report names it: ``ns/pod``, ``ns/pod (claim c)`` or ``claim ns/c``."""
+        if not self.pod:
+            return f"claim {self.namespace}/{self.claim}"
+        pod = f"{self.namespace}/{self.pod}"
+        return f"{pod} (claim {self.claim})" if self.claim else pod
 
     def to_dict(self) -> dict[str, JsonValue]:
-        """The owner as JSON values."""
-        return {"namespace": self.namespace, "pod": self.pod, "fraction": _finite(self.fraction)}
+        """The owner as JSON values (``claim`` only for a DRA holder)."""
+        out: dict[str, JsonValue] = {
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "fraction": _finite(self.fraction),
+        }
+        if self.claim:
+            out["claim"] = self.claim
+        return out
 
 
 @dataclass(frozen=True)

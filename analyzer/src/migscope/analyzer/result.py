@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from migscope.analyzer.claims import ClaimResize, claim_resize
 from migscope.analyzer.classify import Classification, Status
 from migscope.analyzer.demand import PoolDemand
 from migscope.analyzer.model import JsonValue, SliceStats
@@ -62,6 +63,14 @@ class SliceResult:
         """Shortcut for ``verdict.status``."""
         return self.verdict.status
 
+    @property
+    def claim_resize(self) -> ClaimResize | None:
+        """The claim change an oversized slice held through DRA calls for, else None.
+
+        The claim, and the selector its request should carry (:mod:`migscope.analyzer.claims`).
+        """
+        return claim_resize(self.stats, self.verdict)
+
     def to_dict(self) -> dict[str, JsonValue]:
         """The slice as the report's ``slices[]`` entry."""
         info, owner = self.stats.info, self.stats.main_owner
@@ -80,7 +89,9 @@ class SliceResult:
             "suggested_profile": self.verdict.suggested_profile,
             "evidence": dict(self.verdict.evidence),
             "namespace": owner.namespace if owner is not None else None,
-            "pod": owner.pod if owner is not None else None,
+            "pod": (owner.pod or None) if owner is not None else None,
+            "claim": (owner.claim or None) if owner is not None else None,
+            "claim_resize": resize.to_dict() if (resize := self.claim_resize) else None,
             "owners": [o.to_dict() for o in self.stats.owners],
             "energy_joules": self.stats.to_dict()["energy_joules"],
             "hourly": self.stats.hourly.to_dict() if self.stats.hourly is not None else None,
@@ -91,8 +102,12 @@ class SliceResult:
         }
 
     def pods(self) -> tuple[str, ...]:
-        """``namespace/pod`` of every pod seen holding the slice in the window."""
-        return tuple(sorted({f"{o.namespace}/{o.pod}" for o in self.stats.owners}))
+        """``namespace/pod`` of every pod seen holding the slice in the window.
+
+        A holder known only by its DRA claim names no pod; such a slice pins its GPU
+        (:func:`~migscope.analyzer.safety.pin_reason`), so no plan re-creates it unnamed.
+        """
+        return tuple(sorted({f"{o.namespace}/{o.pod}" for o in self.stats.owners if o.pod}))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,9 @@ A slice pins its GPU when:
 - it was observed for less than the policy's ``evidence.min_history_hours``;
 - it is busy (healthy, saturated, oversized) but no pod is known to hold it: the pod that
   uses it cannot be named, so it cannot be moved;
+- a DRA ResourceClaim held it in the window and the series named the claim but not its pod
+  (dcgm-exporter's DRA series may lack pod labels): held, whatever its verdict, and the pod
+  that would lose its device cannot be named;
 - it is ``idle`` on memory alone (no activity series): compute was never seen.
 
 And the whole fleet is pinned while its history (the longest any slice was observed) is
@@ -39,6 +42,9 @@ def pin_reason(stats: SliceStats, verdict: Classification, *, policy: Policy) ->
     need, have = policy.evidence.min_history_hours, stats.observed_hours
     if have < need:
         return f"{_hours(have)} of history, {_hours(need)} needed"
+    unnamed = sorted({o.who for o in stats.owners if not o.pod})
+    if unnamed:
+        return f"held through {', '.join(unnamed)}, its pod unknown"
     if status in BUSY_STATUSES and (not is_held(stats, policy=policy) or stats.main_owner is None):
         return f"{status.value} and no pod known to hold it"
     if status is Status.IDLE and stats.activity_p95 is None:

@@ -18,6 +18,8 @@ memory total   ``migscope_mig_memory_total_bytes``        ``FB_USED + FB_FREE`` 
                                                           ``DCGM_FI_DEV_FB_CAPACITY_BYTES``, else
                                                           catalogue
 pod            ``migscope_mig_pod_info{namespace,pod}``   ``namespace``/``pod`` labels, when set
+DRA claim      ``migscope_mig_pod_info{claim,             ``dra_claim_name``/``dra_claim_namespace``
+               claim_namespace}``                         (4.6.0-4.8.3+, ``KUBERNETES_ENABLE_DRA``)
 energy         ``migscope_mig_energy_estimated_joules``   none: DCGM repeats the *whole GPU's*
                                                           energy on every GI; it is not the slice's
 ============== ========================================== ==========================================
@@ -34,6 +36,8 @@ The node comes from the ``node`` label (what migscope's ServiceMonitor sets), el
 read from ``exported_namespace``/``exported_pod`` first: when Prometheus scrapes without
 ``honor_labels`` the exporter's own ``pod`` label is renamed so, and ``pod`` is then the
 exporter's pod (dcgm-exporter #85). Empty label values mean "no pod", as Prometheus drops them.
+A series that names a DRA ResourceClaim is held, with or without a pod
+(:func:`.identity.holder_of`): the holder is the pod and its claim, or the claim alone.
 
 Detection: a file with any ``migscope_mig_info`` is migscope's (an exporter run with
 ``--dcgm-compat`` writes both, and migscope's is richer); otherwise one in which *any*
@@ -81,13 +85,19 @@ from migscope.analyzer.dialect.detect import (
     gi_families,
 )
 from migscope.analyzer.dialect.identity import (
+    CLAIM_LABELS,
+    CLAIM_NAMESPACE_LABELS,
     DEFAULT_NODE,
+    HOLDER_LABELS,
     NAMESPACE_LABELS,
     NODE_LABELS,
     POD_LABELS,
+    Holder,
     SliceId,
     catalogue_model,
     gpu_uuid_of,
+    holder_claim,
+    holder_of,
     migscope_slice_info,
     node_of,
     pod_of,
@@ -125,6 +135,8 @@ from migscope.analyzer.dialect.names import (
 from migscope.analyzer.dialect.reader import SliceReader, iter_slice_series
 
 __all__ = [
+    "CLAIM_LABELS",
+    "CLAIM_NAMESPACE_LABELS",
     "DCGM_ACTIVITY",
     "DCGM_FB_CAPACITY",
     "DCGM_FB_FREE",
@@ -136,6 +148,7 @@ __all__ = [
     "DEFAULT_NODE",
     "DIALECT_METRICS",
     "GPU_INFO",
+    "HOLDER_LABELS",
     "MIB",
     "MIGSCOPE_METRICS",
     "MIG_ACTIVITY",
@@ -149,6 +162,7 @@ __all__ = [
     "POD_LABELS",
     "DcgmField",
     "Dialect",
+    "Holder",
     "NoMigSeriesError",
     "SliceId",
     "SliceReader",
@@ -161,6 +175,8 @@ __all__ = [
     "fields_of",
     "gi_families",
     "gpu_uuid_of",
+    "holder_claim",
+    "holder_of",
     "indexes",
     "iter_slice_series",
     "keeps",

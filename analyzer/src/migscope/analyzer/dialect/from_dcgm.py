@@ -18,7 +18,7 @@ import numpy as np
 from migscope.analyzer.dialect.checks import SliceChecks
 from migscope.analyzer.dialect.detect import NoMigSeriesError, gi_families
 from migscope.analyzer.dialect.grouping import first_seen, holders, latest
-from migscope.analyzer.dialect.identity import SliceId, node_of, parse_int, pod_of
+from migscope.analyzer.dialect.identity import SliceId, holder_of, node_of, parse_int
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
     DCGM_FB_CAPACITY,
@@ -194,7 +194,7 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
                 holders=holders(
                     (owner, s.samples)
                     for s in activity_parts + used_parts
-                    if (owner := pod_of(s.labels)) is not None
+                    if (owner := holder_of(s.labels)) is not None
                 ),
                 energy=(),
             )

@@ -17,10 +17,10 @@ from migscope.analyzer.dialect.identity import (
     SliceId,
     catalogue_model,
     gpu_uuid_of,
+    holder_of,
     migscope_slice_info,
     node_of,
     parse_int,
-    pod_of,
 )
 from migscope.analyzer.dialect.names import (
     GPU_INFO,
@@ -128,7 +128,7 @@ def migscope_slices(
                 holders=holders(
                     (owner, s.samples)
                     for s in pods.get(ident, ())
-                    if (owner := pod_of(s.labels)) is not None
+                    if (owner := holder_of(s.labels)) is not None
                 ),
                 energy=tuple(s.samples for s in energy.get(ident, ())),
             )

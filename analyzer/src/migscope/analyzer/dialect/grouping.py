@@ -16,6 +16,7 @@ from typing import TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
+from migscope.analyzer.dialect.identity import Holder
 from migscope.analyzer.openmetrics import Series
 from migscope.analyzer.stats import TimeSeries
 
@@ -44,10 +45,10 @@ def first_seen(items: Iterable[Series]) -> float:
 
 
 def holders(
-    parts: Iterable[tuple[tuple[str, str], TimeSeries]],
-) -> dict[tuple[str, str], _Int64Array]:
-    """Timestamps at which each pod was seen holding the slice, merged over its series."""
-    stamps: dict[tuple[str, str], list[_Int64Array]] = defaultdict(list)
+    parts: Iterable[tuple[Holder, TimeSeries]],
+) -> dict[Holder, _Int64Array]:
+    """Timestamps at which each holder (pod, claim) was seen holding the slice, merged."""
+    stamps: dict[Holder, list[_Int64Array]] = defaultdict(list)
     for owner, samples in parts:
         stamps[owner].append(samples.timestamps_ms)
     return {owner: np.unique(np.concatenate(arrays)) for owner, arrays in stamps.items()}

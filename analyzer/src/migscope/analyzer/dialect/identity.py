@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 from migscope.analyzer.dialect.names import MIB
-from migscope.analyzer.model import SliceInfo, SliceKey
+from migscope.analyzer.model import Holder, SliceInfo, SliceKey, holder_claim
 from migscope.core.catalogue import (
     GpuModel,
     UnknownGpuError,
@@ -22,15 +22,21 @@ from migscope.core.catalogue import (
 from migscope.core.metrics import GPU_UUID
 
 __all__ = [
+    "CLAIM_LABELS",
+    "CLAIM_NAMESPACE_LABELS",
     "DEFAULT_NODE",
     "GPU_UUID_LABELS",
+    "HOLDER_LABELS",
     "MIB",
     "NAMESPACE_LABELS",
     "NODE_LABELS",
     "POD_LABELS",
+    "Holder",
     "SliceId",
     "catalogue_model",
     "gpu_uuid_of",
+    "holder_claim",
+    "holder_of",
     "migscope_slice_info",
     "node_of",
     "parse_int",
@@ -49,6 +55,18 @@ NAMESPACE_LABELS = ("exported_namespace", "namespace", "pod_namespace")
 
 POD_LABELS = ("exported_pod", "pod", "pod_name")
 """Where a pod's name is read from, first set wins."""
+
+CLAIM_LABELS = ("exported_dra_claim_name", "dra_claim_name", "claim")
+"""Where the ResourceClaim holding a slice through DRA is named, first set wins:
+dcgm-exporter's ``dra_claim_name`` (4.6.0-4.8.3 and later, with ``KUBERNETES_ENABLE_DRA``),
+its ``exported_`` form should a scrape config rename it, or migscope's ``claim`` on
+``migscope_{mig,gpu}_pod_info``."""
+
+CLAIM_NAMESPACE_LABELS = ("exported_dra_claim_namespace", "dra_claim_namespace", "claim_namespace")
+"""Where that claim's namespace is read from, first set wins."""
+
+HOLDER_LABELS = (*NAMESPACE_LABELS, *POD_LABELS, *CLAIM_NAMESPACE_LABELS, *CLAIM_LABELS)
+"""Every label :func:`holder_of` reads: what a server aggregates by to keep holders apart."""
 
 GPU_UUID_LABELS = (GPU_UUID, "uuid")
 """Where a migscope series names its GPU's UUID, first set wins: ``gpu_uuid`` on every family
@@ -89,6 +107,31 @@ def pod_of(labels: Mapping[str, str]) -> tuple[str, str] | None:
         return None
     namespace = next((labels[n] for n in NAMESPACE_LABELS if labels.get(n)), "")
     return namespace, pod
+
+
+def _first(labels: Mapping[str, str], names: tuple[str, ...]) -> str:
+    return next((labels[n] for n in names if labels.get(n)), "")
+
+
+def holder_of(labels: Mapping[str, str]) -> Holder | None:
+    """Who a series says held the slice: its pod, its DRA claim, or both; None for nobody.
+
+    A series with a claim is held even when it names no pod (dcgm-exporter's DRA series may
+    lack the pod labels, NVIDIA/dcgm-exporter#718): the holder is then
+    ``(claim namespace, "", claim)``. A pod whose namespace is not the claim's is not the
+    claim's holder (a pod can only use claims of its own namespace): it is the scraped
+    exporter's own pod, which Prometheus adds as a target label when the workload's pod
+    label is missing, and it is dropped so that no wrong pod is named.
+    """
+    pod = _first(labels, POD_LABELS)
+    namespace = _first(labels, NAMESPACE_LABELS)
+    claim = _first(labels, CLAIM_LABELS)
+    if not claim:
+        return (namespace, pod) if pod else None
+    claim_namespace = _first(labels, CLAIM_NAMESPACE_LABELS) or namespace
+    if namespace and claim_namespace != namespace:
+        pod = ""
+    return claim_namespace, pod, claim
 
 
 def parse_int(text: str | None) -> int | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from migscope.analyzer.claims import holder_text, resize_text
 from migscope.analyzer.report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer.report.next_step import next_step
 from migscope.analyzer.report.trend import per_week, waste_change
@@ -58,8 +59,8 @@ def _cell(text: object) -> str:
 
 
 def _who(s: SliceV1) -> str:
-    """The slice's main owner as ``namespace/pod``, or a dash when no pod held it."""
-    return f"{s.namespace}/{s.pod}" if s.pod is not None else "—"
+    """The slice's main holder (``namespace/pod``, with its DRA claim), or a dash for none."""
+    return holder_text(s.namespace, s.pod, s.claim)
 
 
 def _slice_row(s: SliceV1) -> str:
@@ -142,7 +143,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
         lines += [
             f"| {_cell(s.node)} | {s.gpu} | {s.gpu_instance_id} | {_cell(s.profile)} | "
             f"{s.status} | {_cell(s.demand_profile or '—')} | {_cell(_who(s))} | "
-            f"{_cell(s.reason)} |"
+            f"{_cell(' '.join(filter(None, (s.reason, resize_text(s)))))} |"
             for s in sized
         ]
     else:

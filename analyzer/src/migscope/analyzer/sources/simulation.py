@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from migscope.analyzer.gpu_facts import GpuFacts, parse_driver
-from migscope.analyzer.model import SliceInfo, SliceKey
+from migscope.analyzer.model import Holder, SliceInfo, SliceKey
 from migscope.analyzer.options import DEFAULT_WINDOW_SECONDS, Progress
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, SourceError, Window
 from migscope.analyzer.sources.sim_truth import instance_truth
@@ -178,7 +178,7 @@ def _instance_series(
     gpu = inst.gpu
     truth = instance_truth(inst, t)
     ms = np.round((t + epoch) * 1000.0).astype(np.int64)
-    holders = {}
+    holders: dict[Holder, np.ndarray[Any, np.dtype[np.int64]]] = {}
     if inst.owner is not None:
         holders[(inst.owner.namespace, inst.owner.pod)] = ms
     info = SliceInfo(

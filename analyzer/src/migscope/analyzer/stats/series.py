@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from migscope.analyzer.model import SliceInfo
+from migscope.analyzer.model import Holder, SliceInfo
 
 __all__ = [
     "FloatArray",
@@ -155,8 +155,9 @@ class SliceSeries:
             (Ampere without DCGM). Never invent zeros for it.
         memory_used: Framebuffer in use, bytes, or None.
         memory_total_bytes: The slice's framebuffer size, bytes, or None if unknown.
-        holders: For each ``(namespace, pod)`` that held the slice, the millisecond
-            timestamps at which it was seen holding it.
+        holders: For each holder (``(namespace, pod)``, or ``(namespace, pod, claim)``
+            under DRA, see :data:`~migscope.analyzer.model.Holder`) the millisecond
+            timestamps at which it was seen holding the slice.
         energy: Per-slice energy counters in joules (several when the counter's labels
             changed within the window); empty when the source has no per-slice estimate.
     """
@@ -165,5 +166,5 @@ class SliceSeries:
     activity: TimeSeries | None = None
     memory_used: TimeSeries | None = None
     memory_total_bytes: float | None = None
-    holders: Mapping[tuple[str, str], Int64Array] = field(default_factory=dict)
+    holders: Mapping[Holder, Int64Array] = field(default_factory=dict)
     energy: tuple[TimeSeries, ...] = ()

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from migscope.analyzer.model import Owner, SliceStats
+from migscope.analyzer.model import Holder, Owner, SliceStats
 from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets, hourly_use
 from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
 from migscope.analyzer.stats.quality import (
@@ -124,7 +124,7 @@ def slice_stats(
     observed = _unique(activity.timestamps_ms, memory.timestamps_ms)
     observed_buckets = buckets(observed)
 
-    held_by: dict[tuple[str, str], Int64Array] = {}
+    held_by: dict[Holder, Int64Array] = {}
     for owner, stamps in series.holders.items():
         window = TimeSeries.of_ms(stamps, np.zeros(len(stamps))).between(
             start_ms, end_ms, semantics=semantics
@@ -135,7 +135,7 @@ def slice_stats(
     seen = int(_unique(observed_buckets, held).size)
     owners = tuple(
         sorted(
-            (Owner(ns, pod, b.size / seen) for (ns, pod), b in held_by.items()),
+            (Owner.of(holder, b.size / seen) for holder, b in held_by.items()),
             key=lambda o: (-o.fraction, o.namespace, o.pod),
         )
     )

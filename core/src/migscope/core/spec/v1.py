@@ -21,6 +21,7 @@ __all__ = [
     "NODE_PLAN_FILE",
     "REPORT_FILE",
     "SCHEMA_VERSION",
+    "ClaimResizeV1",
     "EvidenceV1",
     "GpuLayoutV1",
     "GrafanaV1",
@@ -65,12 +66,38 @@ class WindowV1(BaseModel):
 
 
 class OwnerV1(BaseModel):
-    """A pod that held a slice for part of the window."""
+    """A pod (or a DRA ResourceClaim) that held a slice for part of the window.
+
+    ``claim``: the ResourceClaim it was held through under DRA (absent for a device-plugin
+    holder); ``pod`` is "" when the series named the claim but not its pod.
+    """
 
     model_config = _OPEN
     namespace: str
     pod: str
     fraction: float | None
+    claim: str | None = None
+
+
+class ClaimResizeV1(BaseModel):
+    """What an oversized slice held through a DRA ResourceClaim should ask for instead.
+
+    ``selector`` is the CEL expression the claim's device request (``device_class``) should
+    carry to get ``profile``; ``from_template`` says the claim's name has the shape of one
+    generated from a ResourceClaimTemplate for ``pod`` (``pod_claim``: the pod's
+    ``resourceClaims[]`` entry, when the name shows it); the template's name is not known.
+    """
+
+    model_config = _OPEN
+    claim: str
+    namespace: str
+    pod: str | None
+    from_template: bool
+    pod_claim: str | None
+    current_profile: str
+    profile: str
+    device_class: str
+    selector: str
 
 
 class HourlyV1(BaseModel):
@@ -89,7 +116,8 @@ class SliceV1(BaseModel):
     the window is whole hours on the hour grid) are optional: older reports lack them, as
     they lack ``pool`` (the node pool that planned it, null when none did) and
     ``wasted_gpu_hours`` (its share of ``savings.wasted_gpu_hours``), which the report
-    writer adds.
+    writer adds. ``claim`` is the DRA ResourceClaim of the main holder (null under the device
+    plugin) and ``claim_resize`` the claim change an oversized DRA slice calls for.
     """
 
     model_config = _OPEN
@@ -115,6 +143,8 @@ class SliceV1(BaseModel):
     hourly: HourlyV1 | None = None
     pool: str | None = None
     wasted_gpu_hours: float | None = None
+    claim: str | None = None
+    claim_resize: ClaimResizeV1 | None = None
 
 
 class GpuLayoutV1(BaseModel):

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
+from migscope.analyzer.claims import holder_text
 from migscope.core.spec.v1 import SliceV1
 
 __all__ = [
@@ -144,11 +145,9 @@ def owner_text(slice_: SliceV1) -> str:
         parts = []
         for o in slice_.owners:
             share = f" ({o.fraction * 100:.0f}%)" if o.fraction is not None else ""
-            parts.append(f"{o.namespace}/{o.pod}{share}")
+            parts.append(f"{holder_text(o.namespace, o.pod, o.claim)}{share}")
         return ", ".join(parts)
-    if slice_.pod is not None:
-        return f"{slice_.namespace}/{slice_.pod}"
-    return "—"
+    return holder_text(slice_.namespace, slice_.pod, slice_.claim)
 
 
 def slice_label(s: SliceV1) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from migscope.analyzer.claims import resize_text
 from migscope.analyzer.report.html.format import (
     badge,
     escape,
@@ -222,7 +223,7 @@ def mis_sized_table(slices: Sequence[SliceV1]) -> str:
                 pct(s.evidence.get("activity_p95")),
                 _memory_cell(s),
                 _wasted_cell(s),
-                escape(s.reason),
+                escape(s.reason) + (f"<br>{escape(advice)}" if (advice := resize_text(s)) else ""),
             ]
             for s in rows
         ),

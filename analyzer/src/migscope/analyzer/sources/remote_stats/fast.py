@@ -38,16 +38,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from migscope.analyzer.dialect import (
+    HOLDER_LABELS,
     MIG_ENERGY,
     MIG_POD_INFO,
-    NAMESPACE_LABELS,
-    POD_LABELS,
     SliceId,
     dcgm_field,
     fields_of,
-    pod_of,
+    holder_of,
 )
-from migscope.analyzer.model import HourlyUse, SliceInfo, SliceStats
+from migscope.analyzer.model import Holder, HourlyUse, SliceInfo, SliceStats
 from migscope.analyzer.sources.remote_stats.cells import Grid, Presence, Unsettled, newest, union
 from migscope.analyzer.sources.remote_stats.inventory import (
     dcgm_totals,
@@ -107,15 +106,18 @@ class Counted:
     covered: int
     held: int
     seen: int
-    owners: dict[tuple[str, str], int]
+    owners: dict[Holder, int]
     held_cells: list[int]
     newest: int | None
 
 
 def _pods(reads: Sequence[Read], migscope: bool) -> list[Read]:
-    """The series that say a pod held the slice: pod info, or dcgm-exporter's pod labels."""
+    """The series that say a pod or a DRA claim held the slice.
+
+    Pod info, or dcgm-exporter's pod and ``dra_claim_*`` labels.
+    """
     holders = [r for r in reads if r.family == PODS] if migscope else _measured(reads)
-    return [r for r in holders if pod_of(r.labels) is not None]
+    return [r for r in holders if holder_of(r.labels) is not None]
 
 
 def _measured(reads: Sequence[Read]) -> list[Read]:
@@ -123,8 +125,8 @@ def _measured(reads: Sequence[Read]) -> list[Read]:
 
 
 def _spelling(read: Read) -> tuple[str, ...]:
-    """The namespace and pod labels of a series, as the exact path groups owners by them."""
-    return tuple(read.labels.get(label, "") for label in (*NAMESPACE_LABELS, *POD_LABELS))
+    """The holder labels of a series, as the exact path groups owners by them."""
+    return tuple(read.labels.get(label, "") for label in HOLDER_LABELS)
 
 
 def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
@@ -138,11 +140,11 @@ def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
     pods = _pods(reads, migscope)
     held = [r.presence for r in pods]
     spellings: dict[tuple[str, ...], list[Presence]] = defaultdict(list)
-    owner_of: dict[tuple[str, ...], tuple[str, str]] = {}
+    owner_of: dict[tuple[str, ...], Holder] = {}
     for read in pods:
         spelling = _spelling(read)
         spellings[spelling].append(read.presence)
-        owner = pod_of(read.labels)
+        owner = holder_of(read.labels)
         assert owner is not None  # _pods kept only these
         owner_of[spelling] = owner
     missing: set[int] = set()
@@ -165,7 +167,7 @@ def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
         last = None
     if missing:
         raise Unsettled(missing)
-    owners: dict[tuple[str, str], int] = {}
+    owners: dict[Holder, int] = {}
     for spelling, count in owned.items():
         owner = owner_of[spelling]
         owners[owner] = max(owners.get(owner, 0), count)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeAlias
 
 from migscope.analyzer.dialect import (
+    CLAIM_LABELS,
     DCGM_ACTIVITY,
     DCGM_FB_CAPACITY,
     DCGM_FB_FREE,
@@ -340,11 +341,19 @@ class Queries:
         )
 
     def holding(self, metrics: Sequence[str], nodes: Sequence[str]) -> str:
-        """Per slice, pod and step interval: present when a series naming a pod has a sample."""
+        """Per slice, holder and step interval: present when a holder's series has a sample.
+
+        A holder is a pod or a DRA claim (:func:`dialect.holder_of`): a series is kept unless
+        every pod and claim label is empty or absent (``label=""`` matches both). Two
+        selectors per metric, whatever the number of labels that may name a holder, so that
+        the query stays under VictoriaMetrics' length limit (:data:`MAX_QUERY_CHARS`) with
+        the claim labels added; one selector per label joined with ``or`` did not.
+        """
+        nobody = {label: Matcher("=", "") for label in (*POD_LABELS, *CLAIM_LABELS)}
         return " or ".join(
-            self.over("count_over_time", m, nodes, self.interval, **{label: NON_EMPTY})
+            f"({self.over('count_over_time', m, nodes, self.interval)} unless "
+            f"{self.over('count_over_time', m, nodes, self.interval, **nobody)})"
             for m in metrics
-            for label in POD_LABELS
         )
 
     def intervals(self, inner: str, by: str) -> str:

@@ -11,14 +11,13 @@ import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from migscope.analyzer.dialect import (
+    HOLDER_LABELS,
     MIG_ENERGY,
     MIG_POD_INFO,
-    NAMESPACE_LABELS,
-    POD_LABELS,
     SliceId,
-    pod_of,
+    holder_of,
 )
-from migscope.analyzer.model import HourlyUse, Owner, SliceStats
+from migscope.analyzer.model import Holder, HourlyUse, Owner, SliceStats
 from migscope.analyzer.sources.remote_stats.inventory import (
     Inventory,
     slice_inventory,
@@ -173,11 +172,12 @@ def identified_chunk_stats(
 
 
 def allocation(
-    held: float, pods: Mapping[tuple[str, str], float], seen: float, covered: float
+    held: float, pods: Mapping[Holder, float], seen: float, covered: float
 ) -> tuple[float, tuple[Owner, ...]]:
     """A slice's allocated fraction and owners from its step-interval counts.
 
-    Both statistics paths count the same intervals (held by any pod, held by each pod, with
+    Both statistics paths count the same intervals (held by any holder, by each holder (a
+    pod, a DRA claim, or both, :data:`~migscope.analyzer.model.Holder`), with
     any series, with a measurement); this turns the counts into the two fields, so that the
     paths cannot drift apart. Each count bounds the one it is part of: an empty answer to
     one query (a server that lost a part of the data, a proxy's fault) must not discard what
@@ -191,7 +191,7 @@ def allocation(
     if not seen_k:
         return 0.0, ()
     owners = sorted(
-        (Owner(ns, pod, n / seen_k) for (ns, pod), n in pods.items()),
+        (Owner.of(holder, n / seen_k) for holder, n in pods.items()),
         key=lambda o: (-o.fraction, o.namespace, o.pod),
     )
     return held_k / seen_k, tuple(owners)
@@ -250,13 +250,13 @@ def hourly(
     }
 
 
-def owners(q: Queries, held: str) -> dict[SliceId, dict[tuple[str, str], float]]:
-    """Step intervals held per slice and pod (labels as :func:`dialect.pod_of` reads them)."""
-    by = "by (" + ", ".join((*q.key_labels, *NAMESPACE_LABELS, *POD_LABELS)) + ")"
-    out: dict[SliceId, dict[tuple[str, str], float]] = {}
+def owners(q: Queries, held: str) -> dict[SliceId, dict[Holder, float]]:
+    """Step intervals held per slice and holder (labels as :func:`dialect.holder_of` reads them)."""
+    by = "by (" + ", ".join((*q.key_labels, *HOLDER_LABELS)) + ")"
+    out: dict[SliceId, dict[Holder, float]] = {}
     for sample in q.ask(q.intervals(held, by)):
         key = q.key(sample.labels)
-        owner = pod_of(sample.labels)
+        owner = holder_of(sample.labels)
         if key is None or owner is None:
             continue
         # One pod seen under two label spellings: the larger count, not a double count.
