@@ -22,6 +22,8 @@ One module per job:
 """
 
 from migscope.scheduler.config import (
+    ArgsCheck,
+    JobArgsError,
     JobConfig,
     JobKind,
     ScheduleConfig,
@@ -40,6 +42,8 @@ from migscope.scheduler.webhook import send_webhook
 __all__ = [
     "DEFAULT_KILL_AFTER_SECONDS",
     "DEFAULT_SHUTDOWN_GRACE_SECONDS",
+    "ArgsCheck",
+    "JobArgsError",
     "JobConfig",
     "JobKind",
     "JsonLog",

@@ -9,7 +9,7 @@ with ``FILE:LINE: key: what is wrong`` (:class:`ScheduleError`), worded by
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Annotated, Literal, get_args
@@ -32,6 +32,8 @@ from migscope.scheduler.cron import cron_trigger, zone
 
 __all__ = [
     "MAX_SECONDS",
+    "ArgsCheck",
+    "JobArgsError",
     "JobConfig",
     "JobKind",
     "ScheduleConfig",
@@ -58,6 +60,20 @@ JobKind = Literal["report", "apply", "command"]
 
 class ScheduleError(FileProblemError):
     """A schedule file that cannot be used; the message is ``FILE:LINE: key: what``."""
+
+
+class JobArgsError(ScheduleError):
+    """Jobs whose ``migscope`` arguments the command would refuse: one problem per bad job.
+
+    Attributes:
+        problems: One :class:`ScheduleError` per bad job, in file order; the exception's own
+            message is the first one's.
+    """
+
+    def __init__(self, problems: Sequence[ScheduleError]) -> None:
+        self.problems = tuple(problems)
+        first = self.problems[0]
+        super().__init__(first.reason, source=first.source, line=first.line)
 
 
 def _problem(message: str, *at: str | int) -> PydanticCustomError:
@@ -134,6 +150,15 @@ class JobConfig(BaseModel):
         return self
 
 
+ArgsCheck = Callable[[JobConfig], tuple[int | None, str] | None]
+"""Checks a job's ``migscope`` arguments without running anything: None when they parse,
+else ``(position in args or None, what is wrong)``.
+
+The scheduler cannot know the ``migscope`` command line itself (it only runs it as a child
+process, and the layers keep it apart from the CLI), so the CLI passes its own parser in.
+"""
+
+
 class ScheduleConfig(BaseModel):
     """A schedule file: when each job runs and how late it may still start."""
 
@@ -199,14 +224,19 @@ def next_fire_times(
     return [(job, config.trigger(job).get_next_fire_time(None, moment)) for job in config.jobs]
 
 
-def load_schedule(path: str | os.PathLike[str]) -> ScheduleConfig:
+def load_schedule(
+    path: str | os.PathLike[str], *, check_args: ArgsCheck | None = None
+) -> ScheduleConfig:
     """Read a schedule file.
 
     Args:
         path: The schedule file (YAML).
+        check_args: Checks each ``report``/``apply`` job's arguments (see
+            :func:`parse_schedule`).
 
     Raises:
         ScheduleError: the file cannot be read or is not a valid schedule.
+        JobArgsError: it is, but ``check_args`` refused the arguments of some jobs.
     """
     source = os.fspath(path)
     try:
@@ -215,19 +245,27 @@ def load_schedule(path: str | os.PathLike[str]) -> ScheduleConfig:
         raise ScheduleError(exc.strerror or str(exc), source=source) from exc
     except UnicodeDecodeError as exc:
         raise ScheduleError(f"not UTF-8 text ({exc.reason})", source=source) from exc
-    return parse_schedule(text, source=source)
+    return parse_schedule(text, source=source, check_args=check_args)
 
 
-def parse_schedule(text: str, *, source: str = "<schedule>") -> ScheduleConfig:
+def parse_schedule(
+    text: str, *, source: str = "<schedule>", check_args: ArgsCheck | None = None
+) -> ScheduleConfig:
     """Read a schedule from YAML text, strictly (a typo must not silently change a schedule).
 
     Args:
         text: The YAML document.
         source: The name messages give the file.
+        check_args: Called with every ``report`` and ``apply`` job once the file is valid,
+            so that a misspelt flag or a bad value in ``args`` fails now, at ``--check`` or
+            start-up, and not at the job's first run a week later. ``command`` jobs run any
+            program and are not checked.
 
     Raises:
         ScheduleError: YAML syntax, a duplicate or unknown key, a wrong type, a bad cron line
             or time zone, a key the job's kind does not take; the first problem, with its line.
+        JobArgsError: the file is valid but ``check_args`` refused some jobs' arguments;
+            every such job, each with its line.
     """
     try:
         data, lines = compose_with_lines(text)
@@ -236,10 +274,34 @@ def parse_schedule(text: str, *, source: str = "<schedule>") -> ScheduleConfig:
     if data is None:
         raise ScheduleError("empty file: a schedule needs a list of jobs", source=source, line=1)
     try:
-        return ScheduleConfig.model_validate(data)
+        config = ScheduleConfig.model_validate(data)
     except ValidationError as exc:
         line, message = first_problem(_describe(err, lines) for err in exc.errors())
         raise ScheduleError(message, source=source, line=line) from exc
+    if check_args is not None:
+        _check_job_args(config, check_args, lines, source)
+    return config
+
+
+def _check_job_args(
+    config: ScheduleConfig, check: ArgsCheck, lines: Mapping[Loc, int], source: str
+) -> None:
+    """Raise :class:`JobArgsError` naming every job whose arguments ``check`` refuses."""
+    problems: list[ScheduleError] = []
+    for index, job in enumerate(config.jobs):
+        if job.kind == "command":
+            continue
+        found = check(job)
+        if found is None:
+            continue
+        position, what = found
+        at: Loc = ("jobs", index, "args") + (() if position is None else (position,))
+        key = f"jobs[{index}].args" + ("" if position is None else f"[{position}]")
+        line = lines.get(at, lines.get(("jobs", index, "args")))
+        message = f"{key}: job {job.name!r}: {redact_text(what)}"
+        problems.append(ScheduleError(message, source=source, line=line))
+    if problems:
+        raise JobArgsError(problems)
 
 
 # Where a schedule's wording differs from BUILTIN_WORDING: seconds, not just integers, and
