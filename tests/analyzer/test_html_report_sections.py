@@ -117,10 +117,10 @@ def test_top_namespaces_are_the_biggest_waste(data: dict[str, Any], page: Page) 
 
 def test_next_step_is_the_apply_command(data: dict[str, Any], page: Page) -> None:
     text = page.text_by_id["next-step"]
-    assert "migscope apply --plan node-plan.json\n" in text
+    assert "migscope apply --plan report.json\n" in text
     disruptive = any(r["disruptive"] for r in data["recommendations"])
     drain = " --drain" if disruptive else ""
-    assert f"migscope apply --plan node-plan.json --apply --max-nodes 1{drain}" in text
+    assert f"migscope apply --plan report.json --apply --max-nodes 1{drain}" in text
     assert f"on {len(data['recommendations'])} node(s)" in text
     assert f"the {data['savings']['idle_slices']} idle slice(s)" in text
 

@@ -72,6 +72,10 @@ def test_a_snapshot_says_to_wait_in_both_formats(tmp_path: Path) -> None:
     assert "(there is 0.5 h)" in section
     assert "migscope apply" not in section
     assert "migscope apply --plan" not in render_html(report).split('id="next-step"')[1]
+    # Issue 22: minutes of history named pods busy over a week as idle, to be given back.
+    assert report.savings.idle_slices > 0
+    assert "give them back" not in section
+    assert "give them back" not in render_html(report).split('id="next-step"')[1]
 
 
 def test_grafana_links_every_dashboard_over_the_window(

@@ -133,7 +133,9 @@ def _from_kubeconfig(path: str | None, context: str | None, timeout_s: float) ->
     name several), load the context into a fresh ``Configuration``, and persist what an auth
     provider refreshes.
     """
-    source = path if path is not None else KUBE_CONFIG_DEFAULT_LOCATION
+    # KUBECONFIG as it is now: the client's constant froze it when it was imported.
+    default = os.environ.get("KUBECONFIG") or KUBE_CONFIG_DEFAULT_LOCATION
+    source = path if path is not None else default
     merger = KubeConfigMerger(source)
     if merger.config is None:
         raise config.ConfigException("Invalid kube-config file. No configuration found.")

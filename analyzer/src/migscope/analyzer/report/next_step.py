@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core.spec.v1 import NODE_PLAN_FILE, ReportV1
+from migscope.core.spec.v1 import REPORT_FILE, ReportV1
 
 __all__ = ["NextStep", "next_step"]
 
@@ -24,14 +24,18 @@ class NextStep:
     Attributes:
         kind: ``snapshot`` (too little history: no plan may be applied), ``no-change``
             (nothing to re-partition) or ``apply`` (the plan's commands).
-        idle_slices: Idle slices whose owners could give them back, whatever the kind.
+        idle_slices: Idle slices whose owners could give them back; 0 for a ``snapshot``
+            (minutes of history say nothing of a week: a pod idle now may be busy all week,
+            so no one is asked to give anything back on it).
         history_hours: The history the analysis had (``snapshot``).
         min_history_hours: The history the policy needs (``snapshot``).
         gpus_changed: GPUs the plan changes (``apply``).
         nodes: Nodes the plan relabels (``apply``).
         disruptive_nodes: Of those, nodes where a pod loses its device (``apply``).
         pods_losing: Pods that lose their device (``apply``).
-        commands: What to run from the report's directory: a dry run, then one node.
+        commands: What to run from the report's directory: a dry run, then one node. They
+            name ``report.json``: the plan with its per-slice evidence and per-GPU pods,
+            which the applier needs (it skips every node of a bare ``node-plan.json``).
         simulated: The report comes from the simulator (``migscope apply`` refuses it).
     """
 
@@ -55,7 +59,7 @@ def next_step(report: ReportV1) -> NextStep:
     if evidence is not None and not evidence.enough_for_a_plan:
         return NextStep(
             "snapshot",
-            sav.idle_slices,
+            0,
             history_hours=evidence.history_hours,
             min_history_hours=evidence.min_history_hours,
             simulated=simulated,
@@ -72,8 +76,8 @@ def next_step(report: ReportV1) -> NextStep:
         disruptive_nodes=len(disruptive),
         pods_losing=sum(len(r.pods_to_move) for r in disruptive),
         commands=(
-            f"migscope apply --plan {NODE_PLAN_FILE}",
-            f"migscope apply --plan {NODE_PLAN_FILE} --apply --max-nodes 1{drain}",
+            f"migscope apply --plan {REPORT_FILE}",
+            f"migscope apply --plan {REPORT_FILE} --apply --max-nodes 1{drain}",
         ),
         simulated=simulated,
     )
