@@ -37,9 +37,7 @@ def _week() -> list:  # type: ignore[type-arg]
             gi + 1,
             placed.profile.name,
             placed.start,
-            "unallocated"
-            if (node, gpu) == ("gpu-a", 1)
-            else ("idle" if gi == 0 else "busy"),
+            "unallocated" if (node, gpu) == ("gpu-a", 1) else ("idle" if gi == 0 else "busy"),
         )
         for node in ("gpu-a", "gpu-b")
         for gpu in (0, 1)

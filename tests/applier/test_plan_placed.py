@@ -7,8 +7,10 @@ cannot tell GPUs apart. The report can: its per-GPU slices say which pod is on w
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from support.kubeapi import pod
 from support.kubeapi.mig_manager import GPU_ANNOTATION
@@ -28,6 +30,22 @@ def _pods(c, *names_and_gpus: tuple[str, int]) -> None:  # type: ignore[no-untyp
                 annotations={GPU_ANNOTATION: str(gpu)},
             )
         )
+
+
+def _two_3g_everywhere():  # type: ignore[no-untyped-def]
+    from applier.cluster import TARGET
+    from migscope.core.migparted import parse_config
+
+    return parse_config(
+        f"""\
+version: v1
+mig-configs:
+  {TARGET}:
+    - devices: all
+      mig-enabled: true
+      mig-devices: {{"3g.71gb": 2}}
+"""
+    )
 
 
 def _plan(placed: tuple[tuple[str, tuple[int, ...]], ...], *, at: float) -> ApplyPlan:
@@ -71,32 +89,87 @@ def test_a_pod_the_plan_does_not_place_keeps_the_broad_rule() -> None:
         assert "ml/stranger" in out.reason
 
 
-def test_the_report_places_each_pod_on_its_gpus() -> None:
-    """``plan_from_report`` reads the per-GPU pods of every recommendation."""
+def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
+    """``load_plan`` reads the per-GPU pods of every recommendation, and the pools."""
+    from support.planted_slices import WEEK
+
     from applier.test_contract import _fresh, _slice
     from migscope.analyzer.options import AnalyzeOptions
     from migscope.analyzer.pipeline import analyze
-    from migscope.applier.plan import plan_from_report
-    from support.planted_slices import WEEK
+    from migscope.analyzer.report import write_reports
+    from migscope.analyzer.report.data import report_data
+    from migscope.applier.plan import load_plan
 
     slices = [
         _slice("gpu-a", 0, 1, "3g.71gb", 4, "busy"),
         _slice("gpu-a", 1, 1, "3g.71gb", 4, "idle"),
         _slice("gpu-a", 1, 2, "2g.35gb", 0, "idle"),
     ]
-    data = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)).to_json()
+    result = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0))
+    data = report_data(result)
     data["provenance"] = _fresh()
-    plan = plan_from_report(data)
+    write_reports(result, tmp_path, formats=("json",), data=data)
+    written = json.loads((tmp_path / "report.json").read_text())
+    plan = load_plan(tmp_path / "report.json")
     placed = {c.node: dict(c.placed) for c in plan.nodes}
     seen = {
-        pod: s["gpu"]
-        for rec in data["recommendations"]
+        holder: s["gpu"]
+        for rec in written["recommendations"]
         for s in rec["slices"]
-        for pod in s["pods"]
+        for holder in s["pods"]
     }
     assert seen, "the planted week holds pods"
     for node, pods in placed.items():
         assert pods
-        for pod, gpus in pods.items():
-            assert seen[pod] in gpus, (node, pod)
+        for holder, gpus in pods.items():
+            assert seen[holder] in gpus, (node, holder)
     assert all(c.placed_at == plan.provenance.created_unix for c in plan.nodes)  # type: ignore[union-attr]
+    # The pools and current profiles the stranding check reads come from the same report.
+    assert plan.pools == {s["node"]: s["pool"] for s in written["slices"] if s["pool"]}
+    assert plan.pools == {"gpu-a": "H200-141GB"}
+    assert plan.profiles_now["gpu-a"] == {"3g.71gb", "2g.35gb"}
+
+
+def test_drain_refuses_to_strand_a_pod_whose_profile_the_pool_loses() -> None:
+    """Issue 22, item 2: a pod still asking for a profile that no GPU of its pool offers
+    after the plan stays Pending once evicted; the applier refuses in one line unless
+    ``--allow-stranding``, and not when another node of the pool keeps the profile."""
+    from applier.cluster import BALANCED, TARGET, TWO_3G
+    from migscope.applier.plan import GpuChange, NodeChange
+
+    both = NodeChange(
+        "gpu-a", TARGET, gpus=(GpuChange(0, BALANCED, TWO_3G), GpuChange(1, BALANCED, TWO_3G))
+    )
+    configs = _two_3g_everywhere()
+    alone = ApplyPlan("test", (both,), configs, provenance(age_s=0), pools={"gpu-a": "h200"})
+    with running_cluster() as c:
+        _pods(c, ("serve", 1))
+        (out,) = c.applier(drain=True).run(alone).outcomes
+        assert out.result == "skipped"
+        assert "would strand ml/serve (nvidia.com/mig-2g.35gb)" in out.reason
+        assert "\n" not in out.reason
+        assert c.api.list("v1", "Pod", namespace="ml")  # not evicted
+        # gpu-b, in the same pool, keeps its 2g.35gb: the pod can land there again.
+        shared = replace(
+            alone,
+            pools={"gpu-a": "h200", "gpu-b": "h200"},
+            profiles_now={"gpu-b": frozenset(BALANCED)},
+        )
+        (out,) = c.applier(drain=True).run(shared).outcomes
+        assert out.result == "applied", out.reason
+
+
+def test_allow_stranding_evicts_all_the_same() -> None:
+    from applier.cluster import BALANCED, TARGET, TWO_3G
+    from migscope.applier.plan import GpuChange, NodeChange
+
+    both = NodeChange(
+        "gpu-a", TARGET, gpus=(GpuChange(0, BALANCED, TWO_3G), GpuChange(1, BALANCED, TWO_3G))
+    )
+    configs = _two_3g_everywhere()
+    plan = ApplyPlan("test", (both,), configs, provenance(age_s=0), pools={"gpu-a": "h200"})
+    with running_cluster() as c:
+        _pods(c, ("serve", 1))
+        (out,) = c.applier(drain=True, allow_stranding=True).run(plan).outcomes
+        assert out.result == "applied", out.reason
+        assert c.api.list("v1", "Pod", namespace="ml") == []

@@ -78,6 +78,7 @@ def run_apply(
     output: str,
     allow_simulated: bool = False,
     max_plan_age_s: float | None = 24 * 3600.0,  # DEFAULT_MAX_PLAN_AGE_S, kept lazy
+    allow_stranding: bool = False,
 ) -> int:
     """Apply an :class:`~migscope.applier.plan.ApplyPlan`; print the outcome; the exit status.
 
@@ -115,6 +116,7 @@ def run_apply(
         lease_wait_s=lease_wait_s,
         allow_simulated=allow_simulated,
         max_plan_age_s=max_plan_age_s,
+        allow_stranding=allow_stranding,
     )
     try:
         api = api_client(kubeconfig, context=context)
@@ -210,6 +212,12 @@ def run_apply(
     help="Apply a plan made from simulated data (test clusters only).",
 )
 @click.option(
+    "--allow-stranding",
+    is_flag=True,
+    help="With --drain, evict pods whose MIG request no node of their pool offers after the "
+    "plan (they stay Pending until their request changes).",
+)
+@click.option(
     "--max-plan-age",
     default=DEFAULT_MAX_PLAN_AGE,
     show_default=True,
@@ -235,6 +243,7 @@ def apply_command(
     context: str | None,
     lease_wait: float,
     allow_simulated: bool,
+    allow_stranding: bool,
     max_plan_age: str,
     format_: str | None,
     output: str | None,
@@ -262,5 +271,6 @@ def apply_command(
         output=chosen_format(format_, output, "text") or "text",
         allow_simulated=allow_simulated,
         max_plan_age_s=max_age_s,
+        allow_stranding=allow_stranding,
     )
     sys.exit(code)

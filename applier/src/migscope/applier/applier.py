@@ -59,7 +59,9 @@ from migscope.applier.steps import (
     STATE_LABEL,
     NodeProgress,
     Step,
+    held_device,
     read_progress,
+    requests_of,
 )
 from migscope.applier.workflow import TRANSIENT, NodeWorkflow, at_risk_now
 from migscope.core.errors import MigscopeError
@@ -142,6 +144,7 @@ class Applier:
             check_lease=self._check_lease,
         )
         self._plan_configs: dict[str, MigPartedConfig] = {}
+        self._plan: ApplyPlan | None = None
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -317,6 +320,7 @@ class Applier:
 
     def use_plan(self, plan: ApplyPlan) -> None:
         """Remember the plan's named configs (the ConfigMap step writes them)."""
+        self._plan = plan
         self._plan_configs = {
             name: plan.config_entries(name) for name in {c.config for c in plan.nodes}
         }
@@ -370,6 +374,14 @@ class Applier:
                 "(use --drain to evict them)"
             )
             return self._skip(node, out)
+        stranded = [] if s.allow_stranding else self._stranded(change, pods, at_risk)
+        if stranded:
+            out.reason = (
+                f"evicting would strand {', '.join(stranded)}: no node of its pool offers "
+                "that profile after the plan; change the request first (the report's request "
+                "changes), or --allow-stranding"
+            )
+            return self._skip(node, out)
         out.actions = change_actions(self.kube, change, target, current, node, at_risk)
         if not s.apply:
             out.result, out.reason = "would-apply", "dry run"
@@ -402,6 +414,30 @@ class Applier:
     ) -> NodeOutcome:
         config = self._plan_configs.get(change.config) if plan_config else None
         return self.workflow.resume(change, progress, target, out=out, config=config)
+
+    def _stranded(
+        self, change: NodeChange, pods: Sequence[Obj], at_risk: Sequence[str]
+    ) -> list[str]:
+        """``pod (resource)`` of the pods to evict that would stay Pending after it.
+
+        Their MIG request is a profile no node of the pool offers after the plan (issue 22,
+        item 2); a plan without pools (a ``node-plan.json``, an older report) is not checked.
+        """
+        plan = self._plan
+        offered = plan.offered_after(change.node) if plan is not None else None
+        if offered is None:
+            return []
+        named = set(at_risk)
+        out: list[str] = []
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            name = f"{meta.get('namespace')}/{meta.get('name')}"
+            if name not in named:
+                continue
+            for held in filter(None, map(held_device, sorted(requests_of(pod)))):
+                if held.kind == "mig" and held.profile not in offered:
+                    out.append(f"{name} ({held.resource})")
+        return out
 
     def _skip(self, node: Obj, out: NodeOutcome) -> NodeOutcome:
         self.audit.log(out.node, "skip", target=out.target, why=out.reason)

@@ -141,6 +141,8 @@ class ApplySettings:
         poll_s: Interval for polls (evicted pods going, device plugin catching up).
         allow_simulated: Apply a plan made from simulated data (test clusters only).
         max_plan_age_s: Refuse to apply a plan made longer ago than this (None: no limit).
+        allow_stranding: Evict a pod even when its MIG request is a profile no node of its
+            pool offers after the plan (it stays Pending until its request changes).
     """
 
     apply: bool = False
@@ -162,6 +164,7 @@ class ApplySettings:
     poll_s: float = 2.0
     allow_simulated: bool = False
     max_plan_age_s: float | None = DEFAULT_MAX_PLAN_AGE_S
+    allow_stranding: bool = False
 
     def in_window(self, when: datetime | None = None) -> bool:
         """Whether a change may start now."""

@@ -38,6 +38,7 @@ __all__ = [
     "is_ready",
     "pods_at_risk",
     "read_progress",
+    "requests_of",
     "single_strategy_possible",
 ]
 
@@ -132,6 +133,11 @@ def is_ready(node: Mapping[str, Any]) -> bool:
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
     return False
+
+
+def requests_of(pod: Mapping[str, Any]) -> set[str]:
+    """The resource names a pod's containers ask for (non-zero requests or limits)."""
+    return _requests(pod)
 
 
 def _requests(pod: Mapping[str, Any]) -> set[str]:

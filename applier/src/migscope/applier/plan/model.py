@@ -197,12 +197,41 @@ class ApplyPlan:
         configs: The named configs (only those the changes name are written).
         provenance: Where its data came from and when it was made; None for a file written
             before migscope recorded that (such a plan is never applied).
+        pools: ``{node: pool}`` for every node of the report (empty: not known).
+        profiles_now: ``{node: profiles it has now}`` from the report's current slices.
     """
 
     source: str
     nodes: tuple[NodeChange, ...]
     configs: MigPartedConfig
     provenance: Provenance | None = None
+    pools: Mapping[str, str] = field(default_factory=dict)
+    profiles_now: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def offered_after(self, node: str) -> frozenset[str] | None:
+        """The MIG profiles the node's pool offers once the plan is applied (None: unknown).
+
+        Nodes the plan changes offer their proposed layouts; the pool's other nodes keep what
+        they have now. A pod whose request is none of these cannot be scheduled again in its
+        pool after its eviction (issue 22: ``ml/llm-serve-0`` kept asking for
+        ``7g.141gb`` after its GPU was cut into 4g+3g, and stayed Pending).
+        """
+        pool = self.pools.get(node)
+        if pool is None:
+            return None
+        changes = {c.node: c for c in self.nodes}
+        offered: set[str] = set()
+        for name, of in self.pools.items():
+            if of != pool:
+                continue
+            change = changes.get(name)
+            if change is not None and change.gpus:
+                offered.update(
+                    p for g in change.gpus if g.proposed_mig for p, n in g.proposed.items() if n
+                )
+            else:
+                offered.update(self.profiles_now.get(name, frozenset()))
+        return frozenset(offered)
 
     def config_entries(self, name: str) -> MigPartedConfig:
         """A config holding only the named config ``name`` (what one node's change adds)."""

@@ -130,7 +130,32 @@ def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
     _no_duplicates(nodes, source)
     if provenance is not None:
         nodes = [replace(n, placed_at=provenance.created_unix) for n in nodes]
-    return ApplyPlan(source, tuple(nodes), config, provenance)
+    pools, now = _pools(data)
+    return ApplyPlan(source, tuple(nodes), config, provenance, pools=pools, profiles_now=now)
+
+
+def _pools(data: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, frozenset[str]]]:
+    """``{node: pool}`` and ``{node: current profiles}`` from the report's ``slices``.
+
+    Read leniently: a report without them (older, or hand-made) gives empty maps, and the
+    stranding check they feed is then skipped rather than wrong.
+    """
+    pools: dict[str, str] = {}
+    now: dict[str, set[str]] = {}
+    slices = data.get("slices")
+    if not isinstance(slices, list):
+        return {}, {}
+    for entry in slices:
+        if not isinstance(entry, Mapping):
+            continue
+        node, pool, profile = entry.get("node"), entry.get("pool"), entry.get("profile")
+        if not isinstance(node, str):
+            continue
+        if isinstance(pool, str):
+            pools[node] = pool
+        if entry.get("current") is True and isinstance(profile, str):
+            now.setdefault(node, set()).add(profile)
+    return pools, {k: frozenset(v) for k, v in now.items()}
 
 
 def _check_on_catalogue(
