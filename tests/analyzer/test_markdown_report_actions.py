@@ -51,12 +51,12 @@ def test_next_step_has_the_pages_commands(reports: tuple[ReportV1, str, str]) ->
     step = next_step(report)
     assert step.kind == "apply", "the planted fleet has changes to apply"
     section = _section(markdown, "Next step")
-    fenced = re.search(r"```sh\n(.*?)\n```", section, re.S)
+    fenced = re.search(r"Apply the plan[^\n]*\n\n```sh\n(.*?)\n```", section, re.S)
     assert fenced is not None
     assert tuple(fenced.group(1).splitlines()) == step.commands
     assert f"Apply the plan: {report.savings.gpus_changed} GPU(s) on " in section
     assert f"on {len(report.recommendations)} node(s)" in section
-    pre = re.search(r'<div id="next-step">.*?<pre><code>(.*?)</code></pre>', page, re.S)
+    pre = re.search(r'<p id="step-apply">.*?<pre><code>(.*?)</code></pre>', page, re.S)
     assert pre is not None
     assert tuple(pre.group(1).splitlines()) == step.commands
     assert markdown.index("## Next step") < markdown.index("## Idle slices")

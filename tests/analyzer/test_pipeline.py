@@ -153,6 +153,7 @@ def test_reports_and_files(result: AnalysisResult, tmp_path: Path) -> None:
         "slices.csv",
         "mig-parted-config.yaml",
         "node-plan.json",
+        "request-changes.yaml",
     }
     assert check_config(parse_config(written["mig-parted"].read_text())).ok
     plan = json.loads(written["plan"].read_text())

@@ -171,10 +171,11 @@ def test_a_new_run_leaves_exactly_its_own_files_and_the_others_alone(
     (out / "README.txt").write_text("the team's\n", encoding="utf-8")
     (out / "archive").mkdir()
     written = write_reports(result, out, formats=("json",))
-    assert set(written) == {"json", "mig-parted", "plan"}
+    assert set(written) == {"json", "mig-parted", "plan", "requests"}
     names = {p.name for p in out.iterdir()}
     # report.md, slices.csv, report.html were the earlier run's: gone with it.
-    assert names == {"report.json", "mig-parted-config.yaml", "node-plan.json"} | {
+    mine = {"report.json", "mig-parted-config.yaml", "node-plan.json", "request-changes.yaml"}
+    assert names == mine | {
         "README.txt",
         "archive",
     }

@@ -39,6 +39,7 @@ from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.cli.analyze_inputs import (
     choose_source,
     load_what_if_config,
+    owner_lookup,
     parse_end,
     parse_what_if,
     parse_window,
@@ -162,8 +163,9 @@ DEFAULTS = AnalyzeOptions()
     "--pending-pods",
     type=click.Choice(["auto", "on", "off"]),
     default=None,
-    help="Add unscheduled pods' nvidia.com/mig-* requests to demand [default: auto with "
-    "--prometheus (skipped without credentials), off otherwise].",
+    help="Add unscheduled pods' nvidia.com/mig-* requests to demand, and read the owners of "
+    "the fleet's pods from the cluster [default: auto with --prometheus (skipped without "
+    "credentials), off otherwise].",
 )
 @click.option("--kubeconfig", metavar="FILE", help="Kubeconfig for --pending-pods and --apply.")
 @click.option(
@@ -264,6 +266,7 @@ def analyze_command(
             pending=pending,
             pending_notes=pending_notes,
             progress=say,
+            owners=owner_lookup(mode, kubeconfig, timeout, origin),
         )
         result = run(origin, options)
         if say is not None and out_dir is not None:

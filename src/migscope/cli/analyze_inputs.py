@@ -24,6 +24,8 @@ from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.prometheus_source import PrometheusSource
 from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.analyzer.sources.simulation import SimulationSource
+from migscope.analyzer.sources.workload_owners import cluster_owners, kube_state_metrics_owners
+from migscope.analyzer.workloads import OwnerLookup, PodOwners, merge_owners
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import parse_duration_flag
 from migscope.cli.progress import ProgressLog
@@ -35,6 +37,7 @@ __all__ = [
     "PendingMode",
     "choose_source",
     "load_what_if_config",
+    "owner_lookup",
     "parse_end",
     "parse_what_if",
     "parse_window",
@@ -227,6 +230,41 @@ def read_pending(
             raise InvalidInput(f"pending pods: {exc}") from exc
         return [], [f"pending pods not read: {exc}"]
     return found.as_pending(), found.notes()
+
+
+def owner_lookup(
+    mode: PendingMode, kubeconfig: str | None, timeout_s: float, source: Source
+) -> OwnerLookup | None:
+    """Where the pods' workloads are looked up: the cluster, then kube-state-metrics.
+
+    The cluster is read as ``--pending-pods`` reads it (same mode, kubeconfig, timeout and
+    failures: ``on`` or a kubeconfig makes a failure an error, ``auto`` a note); with
+    ``--prometheus``, pods the cluster did not answer for are looked up in
+    ``kube_pod_owner``. None when neither is at hand: owners are guessed from pod names.
+    """
+    server = source.client if isinstance(source, PrometheusSource) else None
+    if mode == "off" and server is None:
+        return None
+
+    def lookup(
+        pods: Sequence[tuple[str, str]], nodes: Sequence[str], window: tuple[float, float]
+    ) -> PodOwners:
+        found = PodOwners()
+        if mode != "off":
+            try:
+                api = api_client(kubeconfig, exec_timeout_s=timeout_s)
+                with api:
+                    found = cluster_owners(Kube(api, timeout_s=timeout_s), nodes)
+            except KubeError as exc:
+                if mode == "on" or kubeconfig is not None:
+                    raise InvalidInput(f"workload owners: {exc}") from exc
+                found = PodOwners(notes=(f"workload owners not read from the cluster: {exc}",))
+        missing = [p for p in pods if p not in found.workloads]
+        if server is not None and missing:
+            found = merge_owners(found, kube_state_metrics_owners(server, missing, window))
+        return found
+
+    return lookup
 
 
 def pending_mode(chosen: str | None, kubeconfig: str | None, *, live: bool) -> PendingMode:

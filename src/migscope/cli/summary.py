@@ -20,6 +20,12 @@ def summary_lines(result: AnalysisResult) -> list[str]:
         f"oversized {s['oversized_gpu_hours']:.1f})",
         _plan_line(result),
     ]
+    advice = result.workloads
+    if advice is not None and advice.changes:
+        lines.append(
+            f"requests: {len(advice.changes)} workload(s) should ask for another MIG profile "
+            "before the plan is applied (request-changes.yaml)"
+        )
     if s.get("price_per_gpu_hour") is not None:
         lines.append(
             f"cost: {s['wasted_cost']:,.2f} wasted, {s['freed_cost']:,.2f} freed per window"

@@ -17,6 +17,7 @@ from typing import Literal
 from migscope.analyzer.demand import DEFAULT_HEADROOM, PoolSelector
 from migscope.analyzer.policy import Policy, default_policy
 from migscope.analyzer.stats import DEFAULT_STEP_SECONDS
+from migscope.analyzer.workloads import OwnerLookup
 from migscope.core.errors import UserError
 from migscope.core.migparted import MigPartedConfig
 
@@ -67,6 +68,8 @@ class AnalyzeOptions:
         pending: ``(profile, count)`` of pods waiting for ``nvidia.com/mig-*``.
         pending_notes: What the report says about how pending pods were read.
         progress: Stage messages (None: silent).
+        owners: Where the pods' workloads are looked up (the cluster, kube-state-metrics;
+            :mod:`~migscope.analyzer.workloads`); None: guessed from the pods' names.
     """
 
     window_s: float = DEFAULT_WINDOW_SECONDS
@@ -84,6 +87,7 @@ class AnalyzeOptions:
     pending: Sequence[tuple[str, int]] = ()
     pending_notes: Sequence[str] = ()
     progress: Progress | None = None
+    owners: OwnerLookup | None = None
 
     def __post_init__(self) -> None:
         """Refuse what no analysis can use, in the user's terms."""

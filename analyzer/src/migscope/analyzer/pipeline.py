@@ -42,6 +42,7 @@ from migscope.analyzer.safety import History, pin_reason
 from migscope.analyzer.savings import savings
 from migscope.analyzer.stats import SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
+from migscope.analyzer.workloads import advise
 from migscope.core.catalogue import GpuModel, UnknownProfileError
 from migscope.core.migparted import MigPartedConfig, merge_configs
 from migscope.core.named_layouts import generated_configs, layout_for_gpu
@@ -342,6 +343,7 @@ def analyze(
         ),
         what_if=dict(what_if) if what_if else None,
         history=history,
+        workloads=advise(final) if history.enough else None,
     )
 
 

@@ -21,6 +21,7 @@ from migscope.analyzer.model import JsonValue, SliceStats
 from migscope.analyzer.plan import GpuState, LowerBound, Plan
 from migscope.analyzer.safety import History
 from migscope.analyzer.whatif import Replay
+from migscope.analyzer.workloads import WorkloadAdvice
 from migscope.core.catalogue import GpuModel, UnknownProfileError
 from migscope.core.disruption import (
     GpuLayouts,
@@ -154,6 +155,8 @@ class AnalysisResult:
         history: How much history the analysis rests on, against the policy's minimum.
         provenance: Where the data came from and when the report was made (the CLI sets
             it; the applier refuses simulated and stale plans on it).
+        workloads: The request change each workload should make, and the idle holders to
+            scale down (:mod:`~migscope.analyzer.workloads`); None for a snapshot.
     """
 
     window_start: float
@@ -169,6 +172,7 @@ class AnalysisResult:
     what_if: Mapping[str, str] | None = None
     history: History | None = None
     provenance: Mapping[str, Any] | None = None
+    workloads: WorkloadAdvice | None = None
 
     @property
     def window_hours(self) -> float:
@@ -255,6 +259,8 @@ class AnalysisResult:
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data, ``schema_version`` 1 (docs/report-schema.md)."""
+        recommendations = self.recommendations()
+        moving = [p for r in recommendations for p in r["pods_to_move"]]
         return {
             "schema_version": SCHEMA_VERSION,
             "window": {
@@ -286,7 +292,10 @@ class AnalysisResult:
                 }
                 for p in self.pools
             ],
-            "recommendations": self.recommendations(),
+            "recommendations": recommendations,
+            "request_changes": (
+                self.workloads.to_dict(moving) if self.workloads is not None else None
+            ),
             "mig_parted_config": (
                 self.mig_parted.model_dump(by_alias=True, exclude_none=True)
                 if self.mig_parted is not None

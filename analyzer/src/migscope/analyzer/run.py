@@ -17,6 +17,7 @@ from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.result import AnalysisResult, iso_utc
 from migscope.analyzer.sources.base import Origin, Source, SourceError, Window
+from migscope.analyzer.workloads import advise
 
 __all__ = ["NothingInWindowError", "provenance", "run"]
 
@@ -43,6 +44,10 @@ def run(source: Source, options: AnalyzeOptions | None = None) -> AnalysisResult
         gpus = choose_catalogue(source.gpus())
         result = analyze(slices, window=window, options=options, gpus=gpus)
         notes = [*source.notes(), *options.pending_notes]
+        if options.owners is not None and result.workloads is not None:
+            found = options.owners(*_fleet_pods(result), window)
+            result = dataclasses.replace(result, workloads=advise(result.slices, found))
+            notes += found.notes
     if notes:
         result = dataclasses.replace(result, notes=(*result.notes, *notes))
     if not any(s.stats.samples for s in result.slices):
@@ -50,6 +55,13 @@ def run(source: Source, options: AnalyzeOptions | None = None) -> AnalysisResult
     made = provenance(source.origin(), source.simulated)
     made["catalogue"] = dict(sorted(gpus.used.items()))
     return dataclasses.replace(result, provenance=made)
+
+
+def _fleet_pods(result: AnalysisResult) -> tuple[list[tuple[str, str]], list[str]]:
+    """The pods seen on the current slices, and the nodes: what an owner lookup reads."""
+    current = [s for s in result.slices if s.current]
+    pods = {(o.namespace, o.pod) for s in current for o in s.stats.owners if o.pod}
+    return sorted(pods), sorted({s.stats.info.key.node for s in current})
 
 
 def provenance(origin: Origin, simulated: bool) -> dict[str, object]:

@@ -2,7 +2,8 @@
 
 :func:`write_reports` writes everything a run produces into one directory: the report in
 each format, the mig-parted config (``mig-parted-config.yaml``, what MIG Manager reads) and
-the node → config plan (``node-plan.json``, what the applier and a human follow), swapped in
+the node → config plan (``node-plan.json``, what the applier and a human follow) and, when a
+workload should ask for another profile, its patches (``request-changes.yaml``), swapped in
 whole or not at all (:mod:`.files`).
 Every format renders from one data dict (:func:`~.data.report_data`: the analysis plus what
 the report writer adds, :class:`~.data.ReportExtras`).
@@ -31,6 +32,7 @@ from migscope.analyzer.report.json_report import (
 )
 from migscope.analyzer.report.markdown import render_markdown
 from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer.workloads import REQUEST_CHANGES_FILE, patch_documents
 from migscope.core.migparted import emit_config
 from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, validate_node_plan
 
@@ -61,6 +63,7 @@ FILE_NAMES: dict[str, str] = {
     "html": "report.html",
     "mig-parted": "mig-parted-config.yaml",
     "plan": NODE_PLAN_FILE,
+    "requests": REQUEST_CHANGES_FILE,
 }
 """File written for each output, inside the ``--out`` directory."""
 
@@ -161,6 +164,10 @@ def write_reports(
         config = emit_config(result.mig_parted, header=header)
         contents["mig-parted"] = lambda stream: stream.write(config)
     contents["plan"] = lambda stream: stream.write(json.dumps(plan, indent=2) + "\n")
+    changes = data.get("request_changes") or {}
+    if changes.get("workloads"):
+        patches = patch_documents(changes["workloads"])
+        contents["requests"] = lambda stream: stream.write(patches)
     written = replace_files(
         out,
         {FILE_NAMES[key]: write for key, write in contents.items()},

@@ -121,6 +121,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
             f"({change.delta:+,.1f}{share})."
         )
     lines += _next_step_lines(report)
+    lines += _request_lines(report)
     lines += _grafana_lines(report)
     current = [s for s in report.slices if s.current]
     idle = [s for s in current if s.status == "idle"]
@@ -204,31 +205,58 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
 
 
 def _next_step_lines(report: ReportV1) -> list[str]:
-    """The next step, worded from :func:`.next_step.next_step` (the HTML report's too)."""
-    step = next_step(report)
-    lines = ["", "## Next step", ""]
-    if step.kind == "snapshot":
-        lines.append(
-            f"Let the exporter collect at least {step.min_history_hours:g} h of history "
-            f"(there is {step.history_hours:.1f} h), then run the analysis again: a snapshot "
-            "recommends no change."
-        )
-    elif step.kind == "no-change":
-        lines.append("No layout change is needed.")
-    else:
+    """The next step, in the parts and order of :meth:`.next_step.NextStep.parts` (the page's)."""
+    lines = ["", "## Next step"]
+    for part in next_step(report).parts():
+        text = f"**{_cell(part.text)}**" if part.key == "simulated" else _cell(part.text)
+        lines += ["", text]
+        if part.commands:
+            lines += ["", "```sh", *(_LINE_BREAK.sub(" ", c) for c in part.commands), "```"]
+    return lines
+
+
+def _request_lines(report: ReportV1) -> list[str]:
+    """Each workload's request change and the idle holders to scale down (none: nothing)."""
+    changes = report.request_changes
+    if changes is None or not (changes.workloads or changes.idle_holders or changes.skipped):
+        return []
+    lines = ["", "## Request changes", ""]
+    if changes.workloads:
         lines += [
-            f"Apply the plan: {step.gpus_changed} GPU(s) on {step.nodes} node(s), "
-            f"{step.disruptive_nodes} of them disruptive ({step.pods_losing} pod(s) lose "
-            "their device). From the directory of this report, dry run first:",
+            f"What each workload should ask for, from the largest need of its pods "
+            f"(patches in `{_cell(changes.file)}`).",
             "",
-            "```sh",
-            *step.commands,
-            "```",
+            "| workload | owner from | pods | now | should ask for | how |",
+            "|---|---|---|---|---|---|",
         ]
-    if step.idle_slices:
-        lines += ["", f"Ask the owners of the {step.idle_slices} idle slice(s) to give them back."]
-    if step.simulated:
-        lines += ["", "**Simulated data**: `migscope apply` refuses this plan."]
+        for c in changes.workloads:
+            w = c.workload
+            how = c.resource_to if c.mechanism == "device-plugin" else c.selector
+            lines.append(
+                f"| {_cell(f'{w.namespace}/{w.kind}/{w.name}')} | {w.source} | "
+                f"{_cell(', '.join(c.pods))} | {_cell(c.current_profile)} | "
+                f"{_cell(c.profile)} | {_cell(how or '')} |"
+            )
+    else:
+        lines.append("No workload needs another profile.")
+    if changes.idle_holders:
+        lines += [
+            "",
+            "Idle holders (scale down or drop the request before applying when the plan "
+            "evicts them):",
+            "",
+            "| workload | owner from | pods | profiles | evicted by the plan |",
+            "|---|---|---|---|---|",
+        ]
+        for h in changes.idle_holders:
+            w = h.workload
+            lines.append(
+                f"| {_cell(f'{w.namespace}/{w.kind}/{w.name}')} | {w.source} | "
+                f"{_cell(', '.join(h.pods))} | {_cell(', '.join(h.profiles))} | "
+                f"{'yes' if h.evicted_by_plan else 'no'} |"
+            )
+    if changes.skipped:
+        lines += ["", "Not changed:", ""] + [f"- {_cell(x)}" for x in changes.skipped]
     return lines
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "GpuLayoutV1",
     "GrafanaV1",
     "HourlyV1",
+    "IdleHolderV1",
     "MigStateV1",
     "NamespaceWasteV1",
     "NodePlanEntryV1",
@@ -36,11 +37,14 @@ __all__ = [
     "ProvenanceV1",
     "RecommendationV1",
     "ReportV1",
+    "RequestChangeV1",
+    "RequestChangesV1",
     "SavingsV1",
     "SliceOnGpuV1",
     "SliceV1",
     "TrendPointV1",
     "WindowV1",
+    "WorkloadV1",
     "json_schema",
     "validate_node_plan",
     "validate_report",
@@ -211,6 +215,59 @@ class RecommendationV1(BaseModel):
     gpus: list[PlannedGpuV1] | None = None
 
 
+class WorkloadV1(BaseModel):
+    """The controller that creates a pod, and how it was found.
+
+    ``source``: ``cluster``, ``kube-state-metrics``, or ``guessed`` from the pod's name.
+    """
+
+    model_config = _OPEN
+    namespace: str
+    kind: str
+    name: str
+    source: Literal["cluster", "kube-state-metrics", "guessed"]
+
+
+class RequestChangeV1(BaseModel):
+    """One workload's MIG request change (docs/report-schema.md, ``request_changes``)."""
+
+    model_config = _OPEN
+    workload: WorkloadV1
+    model: str
+    pods: list[str]
+    current_profile: str
+    profile: str
+    needs: dict[str, str]
+    mechanism: Literal["device-plugin", "dra"]
+    resource_from: str | None
+    resource_to: str | None
+    selector: str | None
+    containers: list[str]
+    claims: list[str]
+    patch: dict[str, Any] | None
+    command: str
+
+
+class IdleHolderV1(BaseModel):
+    """A workload whose pods hold idle slices: scale it down or drop its request first."""
+
+    model_config = _OPEN
+    workload: WorkloadV1
+    pods: list[str]
+    profiles: list[str]
+    evicted_by_plan: bool
+
+
+class RequestChangesV1(BaseModel):
+    """What to change in the workloads before the plan is applied (``request-changes.yaml``)."""
+
+    model_config = _OPEN
+    file: str
+    workloads: list[RequestChangeV1]
+    idle_holders: list[IdleHolderV1]
+    skipped: list[str]
+
+
 class NamespaceWasteV1(BaseModel):
     """Idle and oversized GPU-hours of one namespace."""
 
@@ -315,6 +372,7 @@ class ReportV1(BaseModel):
     slices: list[SliceV1]
     pools: list[dict[str, Any]]
     recommendations: list[RecommendationV1]
+    request_changes: RequestChangesV1 | None = None
     mig_parted_config: dict[str, Any] | None
     node_configs: dict[str, str]
     savings: SavingsV1

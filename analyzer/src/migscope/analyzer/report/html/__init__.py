@@ -10,6 +10,8 @@ and heatmaps are images. This module assembles the page; each part has its own m
 * :mod:`.summary`: the headline cards (waste, cost, GPUs freeable, change since the last
   run), the teams that waste most, the next step (the command to apply the plan), and the
   warning when the report is a snapshot.
+* :mod:`.requests`: **request changes**: the profile each workload should ask for, and the
+  workloads holding idle slices to scale down before applying.
 * :mod:`.trend_svg`: **waste across runs**, from the earlier reports the job kept.
 * :mod:`.waste`: **waste per namespace**, sortable, with cost and the change since last run.
 * :mod:`.tables`: **idle and unallocated**, **mis-sized** and **every slice**: sortable and
@@ -45,6 +47,7 @@ from migscope.analyzer.report.html.layouts_svg import (
     layouts_section,
 )
 from migscope.analyzer.report.html.pools import pools_table, replay_section
+from migscope.analyzer.report.html.requests import requests_section
 from migscope.analyzer.report.html.scripts import CSS, ERROR_HOOK, SCRIPT
 from migscope.analyzer.report.html.summary import made_at, summary_section
 from migscope.analyzer.report.html.tables import (
@@ -67,6 +70,7 @@ __all__ = [
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 _SECTIONS = (
     ("summary-section", "Summary"),
+    ("requests", "Request changes"),
     ("trend", "Trend"),
     ("waste", "Waste per namespace"),
     ("idle", "Idle and unallocated"),
@@ -166,6 +170,8 @@ def render_html(report: ReportV1, *, title: str = "migscope report") -> str:
         '<div id="js-errors" hidden></div>',
         '<h2 id="summary-section">Summary</h2>',
         summary_section(report),
+        '<h2 id="requests">Request changes</h2>',
+        requests_section(report),
         '<h2 id="trend">Waste across runs</h2>',
         trend_section(report),
         '<h2 id="waste">Waste per namespace</h2>',

@@ -109,48 +109,40 @@ def _top_namespaces(report: ReportV1) -> str:
 
 
 def next_step(report: ReportV1) -> str:
-    """What to do with this report: the command to apply the plan, or why there is none.
+    """What to do with this report, in the parts and order the Markdown report has too.
 
     Returns:
         HTML: ``<div id="next-step">``.
     """
-    step = step_of(report)
     out = ['<div id="next-step"><h3>Next step</h3>']
-    idle_people = ""
-    if step.idle_slices:
-        idle_people = (
-            f"Ask the owners of the {escape(step.idle_slices)} idle slice(s) to give them back "
-            '(<a href="#idle">idle and unallocated slices</a>, with the pods that hold them).'
-        )
-    if step.kind == "snapshot":
-        out.append(
-            f"<p>Let the exporter collect at least {hours(step.min_history_hours)} h of "
-            f"history (there is {hours(step.history_hours)} h), then run the analysis "
-            f"again: a snapshot recommends no change. {idle_people}</p>"
-        )
-    elif step.kind == "no-change":
-        out.append(f"<p>No layout change is needed. {idle_people}</p>")
-    else:
-        commands = escape("\n".join(step.commands))
-        out.append(
-            f"<p>{idle_people} Apply the plan: {escape(step.gpus_changed)} GPU(s) on "
-            f"{step.nodes} node(s), {step.disruptive_nodes} of them disruptive "
-            f'({step.pods_losing} pod(s) lose their device; <a href="#layouts">layouts</a>). '
-            "From the directory of this report, dry run first:</p>"
-            f"<pre><code>{commands}</code></pre>"
-            '<p class="muted">The dry run says what would change and why a node would be '
-            "skipped. <code>migscope apply</code> refuses a plan older than 24 h "
-            "(<code>--max-plan-age</code>): run the analysis again if this report is older. "
-            "In the cluster, the Helm chart's apply CronJob (<code>apply.enabled</code>) does "
-            "this on its schedule.</p>"
-        )
-    if step.simulated:
-        out.append(
-            '<p class="warn" id="simulated"><b>Simulated data.</b> This report was made from '
-            "the simulator: <code>migscope apply</code> refuses its plan.</p>"
-        )
+    for part in step_of(report).parts():
+        if part.key == "simulated":
+            out.append(
+                '<p class="warn" id="simulated"><b>Simulated data.</b> This report was made '
+                "from the simulator: <code>migscope apply</code> refuses its plan.</p>"
+            )
+            continue
+        more = _MORE.get(part.key, "")
+        out.append(f'<p id="step-{part.key}">{escape(part.text)}{more}</p>')
+        if part.commands:
+            out.append(f"<pre><code>{escape(chr(10).join(part.commands))}</code></pre>")
+        if part.key == "apply":
+            out.append(
+                '<p class="muted">The dry run says what would change and why a node would be '
+                "skipped. <code>migscope apply</code> refuses a plan older than 24 h "
+                "(<code>--max-plan-age</code>): run the analysis again if this report is "
+                "older. In the cluster, the Helm chart's apply CronJob "
+                "(<code>apply.enabled</code>) does this on its schedule.</p>"
+            )
     out.append("</div>")
     return "".join(out)
+
+
+_MORE = {
+    "idle": ' (<a href="#idle">idle and unallocated slices</a>, with the pods that hold them)',
+    "apply": ' (<a href="#layouts">layouts</a>)',
+    "requests": ' (<a href="#requests">request changes</a>)',
+}
 
 
 def summary_section(report: ReportV1) -> str:
