@@ -15,6 +15,7 @@ report alone. How ``--prometheus`` is reached (tenant, headers, TLS, auth) is
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import cast
 
@@ -41,6 +42,7 @@ from migscope.cli.analyze_inputs import (
     load_what_if_config,
     owner_lookup,
     parse_end,
+    parse_headroom,
     parse_what_if,
     parse_window,
     pending_mode,
@@ -133,10 +135,9 @@ DEFAULTS = AnalyzeOptions()
 @click.option("--price-per-gpu-hour", type=float, default=None, help="Adds costs to savings.")
 @click.option(
     "--headroom",
-    type=float,
-    default=DEFAULTS.headroom,
+    default=f"{DEFAULTS.headroom:g}",
     show_default=True,
-    help="Spare share per profile.",
+    help="Spare share per profile: a fraction from 0 to 1 (0.1) or a percentage (10%).",
 )
 @click.option(
     "--objective",
@@ -205,7 +206,7 @@ def analyze_command(
     output: str | None,
     out_dir: str | None,
     price_per_gpu_hour: float | None,
-    headroom: float,
+    headroom: str,
     objective: str,
     time_limit: float,
     what_if: tuple[str, ...],
@@ -257,7 +258,7 @@ def analyze_command(
             end=parse_end(end),
             step_s=step,
             policy=read_policy(policy_file),
-            headroom=headroom,
+            headroom=parse_headroom(headroom),
             price_per_gpu_hour=price_per_gpu_hour,
             objective=cast(Objective, objective),
             time_limit_s=time_limit,
@@ -296,6 +297,8 @@ def _report_extras(
         grafana_url = normalise_base_url(grafana_url)
     trend = None
     if previous_reports is not None:
+        if not os.path.isdir(previous_reports):
+            raise InvalidInput(f"--previous-reports {previous_reports}: no such directory")
         trend = read_trend(previous_reports, exclude=[out_dir] if out_dir is not None else [])
     return ReportExtras(trend=trend, grafana_url=grafana_url)
 

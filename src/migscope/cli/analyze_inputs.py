@@ -7,6 +7,7 @@ wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them togeth
 
 from __future__ import annotations
 
+import math
 import ssl
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -39,6 +40,7 @@ __all__ = [
     "load_what_if_config",
     "owner_lookup",
     "parse_end",
+    "parse_headroom",
     "parse_what_if",
     "parse_window",
     "pending_mode",
@@ -50,6 +52,35 @@ __all__ = [
 
 PendingMode = Literal["auto", "on", "off"]
 """``auto``: read pending pods if cluster credentials are at hand; ``on``: must; ``off``."""
+
+
+def parse_headroom(text: str) -> float:
+    """``--headroom``: a fraction from 0 to 1 (``0.1``) or a percentage (``10%``).
+
+    A bare number above 1 is refused rather than read as a multiple (``5`` was 500 %): write
+    ``500%`` if that is meant.
+
+    Raises:
+        InvalidInput: not a number, negative, or a bare number above 1.
+    """
+    value = text.strip()
+    percent = value.endswith("%")
+    try:
+        number = float(value.removesuffix("%"))
+    except ValueError:
+        raise InvalidInput(
+            f"bad --headroom {text!r}: a fraction from 0 to 1 (0.1) or a percentage (10%)"
+        ) from None
+    if not math.isfinite(number) or number < 0:
+        raise InvalidInput(f"bad --headroom {text!r}: must be 0 or more")
+    if percent:
+        return number / 100.0
+    if number > 1:
+        raise InvalidInput(
+            f"--headroom {text}: a bare number is a fraction from 0 to 1 (0.1 = 10%); "
+            f"write {number * 100:g}% if that is meant"
+        )
+    return number
 
 
 def parse_window(text: str) -> float:

@@ -34,7 +34,7 @@ from migscope.analyzer.classify import Classification, Status, classify
 from migscope.analyzer.demand import PoolDemand, is_held, pool_demand, pool_key
 from migscope.analyzer.gpu_catalogue import GpuCatalogue
 from migscope.analyzer.model import SliceStats
-from migscope.analyzer.options import AnalyzeOptions, Objective
+from migscope.analyzer.options import AnalyzeOptions, BadOptionError, Objective
 from migscope.analyzer.plan import GpuState, Instance, Plan, Weights, lower_bound, plan_layouts
 from migscope.analyzer.policy import Policy
 from migscope.analyzer.result import AnalysisResult, PoolResult, SliceResult
@@ -187,6 +187,7 @@ def analyze(
 
     Raises:
         UnknownConfigError: a what-if name is not in the config.
+        BadOptionError: a what-if names a node that is not in the data.
     """
     options = options or AnalyzeOptions()
     gpus = gpus or GpuCatalogue()
@@ -241,6 +242,7 @@ def analyze(
         pin = pin_reason(stats, verdict, policy=policy)
         results.append((SliceResult(stats, verdict, True, held, in_use, right, pin), seen))
 
+    _check_what_if_nodes(what_if, {r.stats.info.key.node for r, _ in results})
     pools: dict[str, list[tuple[SliceResult, float]]] = defaultdict(list)
     for result, seen in results:
         key = pool_key(result.stats.info, selector=selector)
@@ -344,6 +346,26 @@ def analyze(
         what_if=dict(what_if) if what_if else None,
         history=history,
         workloads=advise(final) if history.enough else None,
+    )
+
+
+_NODES_SHOWN = 5
+
+
+def _check_what_if_nodes(what_if: Mapping[str, str] | None, nodes: set[str]) -> None:
+    """Refuse a ``--what-if NODE=CONFIG`` for a node the data does not have (issue 22).
+
+    Such a node would replay nothing, and the what-if would read like a loss.
+    """
+    unknown = sorted(n for n in (what_if or {}) if n != "*" and n not in nodes)
+    if not unknown:
+        return
+    known = sorted(nodes)
+    shown = ", ".join(known[:_NODES_SHOWN]) + (
+        f" and {len(known) - _NODES_SHOWN} more" if len(known) > _NODES_SHOWN else ""
+    )
+    raise BadOptionError(
+        f"--what-if names node(s) not in the data: {', '.join(unknown)} (nodes: {shown or 'none'})"
     )
 
 
