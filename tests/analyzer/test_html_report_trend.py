@@ -300,7 +300,8 @@ def test_cli_refuses_a_bad_grafana_url() -> None:
     assert out.stderr.count("\n") == 1
 
 
-def test_cli_reports_without_the_previous_runs_it_cannot_read() -> None:
+def test_cli_refuses_previous_runs_that_do_not_exist() -> None:
+    """A --previous-reports DIR that does not exist is a typo: one line, not a silent report."""
     out = CliRunner().invoke(
         cli,
         [
@@ -315,11 +316,10 @@ def test_cli_reports_without_the_previous_runs_it_cannot_read() -> None:
             "/nonexistent/reports",
         ],
     )
-    assert out.exit_code == 0, out.output
-    report = json.loads(out.stdout)
-    assert report["trend"] == []
-    note = "trend: /nonexistent/reports: No such file or directory: no earlier runs read"
-    assert note in report["notes"]
+    assert out.exit_code == 1, out.output
+    assert out.stderr == (
+        "migscope: error: --previous-reports /nonexistent/reports: no such directory\n"
+    )
 
 
 def test_schedule_reports_carry_the_trend_of_the_runs_before(tmp_path: Path) -> None:
