@@ -10,9 +10,11 @@ __all__ = ["summary_lines"]
 def summary_lines(result: AnalysisResult) -> list[str]:
     """What was found, what it wasted, and what the plan frees (or why there is none)."""
     s = result.savings
+    current = sum(1 for x in result.slices if x.current)
+    history_only = len(result.slices) - current
+    also = f" (+{history_only} history-only, in slices.csv)" if history_only else ""
     lines = [
-        f"{len([x for x in result.slices if x.current])} slices on "
-        f"{s['gpus_planned']} MIG GPUs over {result.window_hours:g} h: "
+        f"{current} slices{also} on {s['gpus_planned']} MIG GPUs over {_span(result)}: "
         f"{s['idle_slices']} idle, {s['unallocated_slices']} unallocated, "
         f"{s['oversized_slices']} oversized",
         f"wasted: {s['wasted_gpu_hours']:.1f} GPU-hours "
@@ -39,6 +41,16 @@ def summary_lines(result: AnalysisResult) -> list[str]:
             f"{what_if['proposed']['served_share']:.1%})"
         )
     return lines
+
+
+def _span(result: AnalysisResult) -> str:
+    """The window, and the data seen in it when that is less (a snapshot is minutes of it)."""
+    window = f"{result.window_hours:g} h"
+    seen = result.history.hours if result.history is not None else result.window_hours
+    if seen >= result.window_hours * 0.99:
+        return window
+    amount = f"{seen:.3g} h" if seen >= 1.0 else f"{seen * 60:.3g} min"
+    return f"a {window} window ({amount} of data seen)"
 
 
 def _plan_line(result: AnalysisResult) -> str:

@@ -331,6 +331,13 @@ class _Verdict:
         )
 
 
+def _observed(hours: float) -> str:
+    """Observed history in words: ``168 h``, ``5 min`` (a share of a snapshot is of minutes)."""
+    if hours >= 1.0:
+        return f"{hours:.3g} h"
+    return f"{hours * 60:.3g} min"
+
+
 def classify(
     stats: SliceStats, *, model: GpuModel | None, policy: Policy | None = None
 ) -> Classification:
@@ -389,7 +396,8 @@ def classify(
             why = f"p95 memory {_pct(mem_p95)} < {_pct(idle.memory_p95_below)} (activity unknown)"
         return verdict.finish(
             Status.IDLE,
-            f"Held by {who} for {_pct(stats.allocated_fraction)} of the window but unused: "
+            f"Held by {who} for {_pct(stats.allocated_fraction)} of the "
+            f"{_observed(stats.observed_hours)} it was seen, but unused: "
             f"{why}; {_holds(usage)}.",
         )
 

@@ -82,7 +82,12 @@ def savings(
     """
     current = [s for s in slices if s.current]
     by_ns: dict[str, dict[str, float]] = defaultdict(
-        lambda: {"idle_gpu_hours": 0.0, "oversized_gpu_hours": 0.0, "slices": 0.0}
+        lambda: {
+            "idle_gpu_hours": 0.0,
+            "unallocated_gpu_hours": 0.0,
+            "oversized_gpu_hours": 0.0,
+            "slices": 0.0,
+        }
     )
     idle_hours = unalloc_hours = oversized_hours = 0.0
     for s in current:
@@ -95,7 +100,7 @@ def savings(
             by_ns[namespace]["slices"] += 1
         elif s.status is Status.UNALLOCATED:
             unalloc_hours += gh
-            by_ns["(unallocated)"]["idle_gpu_hours"] += gh
+            by_ns["(unallocated)"]["unallocated_gpu_hours"] += gh
             by_ns["(unallocated)"]["slices"] += 1
         elif s.status is Status.OVERSIZED and s.held:
             oversized_hours += gh
@@ -146,13 +151,11 @@ def savings(
                 "namespace": ns,
                 "slices": int(v["slices"]),
                 "idle_gpu_hours": round(v["idle_gpu_hours"], 4),
+                "unallocated_gpu_hours": round(v["unallocated_gpu_hours"], 4),
                 "oversized_gpu_hours": round(v["oversized_gpu_hours"], 4),
-                "wasted_gpu_hours": round(v["idle_gpu_hours"] + v["oversized_gpu_hours"], 4),
+                "wasted_gpu_hours": round(_wasted(v), 4),
             }
-            for ns, v in sorted(
-                by_ns.items(),
-                key=lambda kv: -(kv[1]["idle_gpu_hours"] + kv[1]["oversized_gpu_hours"]),
-            )
+            for ns, v in sorted(by_ns.items(), key=lambda kv: -_wasted(kv[1]))
         ],
         "price_per_gpu_hour": price,
     }
@@ -162,6 +165,11 @@ def savings(
         for row in out["by_namespace"]:
             row["wasted_cost"] = round(row["wasted_gpu_hours"] * price, 2)
     return out
+
+
+def _wasted(row: dict[str, float]) -> float:
+    """A namespace's wasted GPU-hours: idle, unallocated (only "(unallocated)") and oversized."""
+    return row["idle_gpu_hours"] + row["unallocated_gpu_hours"] + row["oversized_gpu_hours"]
 
 
 def _compute_slices(result: SliceResult) -> int:

@@ -152,11 +152,13 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     lines += ["", "## Waste per namespace", ""]
     if sav.by_namespace:
         lines += [
-            "| namespace | slices | idle GPU-h | oversized GPU-h | wasted GPU-h |",
-            "|---|---|---|---|---|",
+            "| namespace | slices | idle GPU-h | unallocated GPU-h | oversized GPU-h "
+            "| wasted GPU-h |",
+            "|---|---|---|---|---|---|",
         ]
         lines += [
             f"| {_cell(r.namespace)} | {r.slices} | {r.idle_gpu_hours:.1f} | "
+            f"{r.unallocated_gpu_hours:.1f} | "
             f"{r.oversized_gpu_hours:.1f} | {r.wasted_gpu_hours:.1f} |"
             for r in sav.by_namespace
         ]

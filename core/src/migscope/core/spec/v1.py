@@ -277,6 +277,7 @@ class NamespaceWasteV1(BaseModel):
     idle_gpu_hours: float
     oversized_gpu_hours: float
     wasted_gpu_hours: float
+    unallocated_gpu_hours: float = 0.0
 
 
 class SavingsV1(BaseModel):

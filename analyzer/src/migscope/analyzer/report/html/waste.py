@@ -64,6 +64,7 @@ def waste_table(report: ReportV1, *, namespace_link: Mapping[str, str]) -> str:
         Column("namespace"),
         Column("slices", numeric=True),
         Column("idle GPU-h", numeric=True),
+        Column("unallocated GPU-h", numeric=True),
         Column("oversized GPU-h", numeric=True),
         Column("wasted GPU-h", numeric=True),
         Column(""),
@@ -80,9 +81,10 @@ def waste_table(report: ReportV1, *, namespace_link: Mapping[str, str]) -> str:
             f"{escape(r.namespace)}{link}",
             str(r.slices),
             hours(r.idle_gpu_hours),
+            hours(r.unallocated_gpu_hours),
             hours(r.oversized_gpu_hours),
             hours(r.wasted_gpu_hours),
-            _bar(r.idle_gpu_hours, r.oversized_gpu_hours, biggest),
+            _bar(r.idle_gpu_hours + r.unallocated_gpu_hours, r.oversized_gpu_hours, biggest),
         ]
         if price is not None:
             cells.append(money(r.wasted_gpu_hours * price))
