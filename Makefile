@@ -1,30 +1,49 @@
 # migscope's two entry points: `make demo` (the main job on an embedded default) and
-# `make test` (everything CI checks). Both build their own virtual environment first.
+# `make test` (everything CI checks). Both build their own virtual environment first, with
+# only what they need: the demo the runtime extras, the tests those plus the test tools.
+# `make dist` builds every distribution's wheel and sdist into dist/ (docs/release.md).
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+DIST ?= dist
 # Every distribution of the workspace, installed editable in one pip run so that the root's
 # `migscope-core==...` style requirements resolve to these folders (README: layout).
 DISTS := core sim kube exporter analyzer applier scheduler
+# The root's extras each target installs; a stamp per set, so `make test` after `make demo`
+# adds the test tools to the same venv instead of believing it complete.
+DEMO_EXTRAS := all
+TEST_EXTRAS := all,test
+DIST_EXTRAS := dist
+comma := ,
+stamp = $(VENV)/.installed-$(subst $(comma),+,$(1))
+DEMO_STAMP := $(call stamp,$(DEMO_EXTRAS))
+TEST_STAMP := $(call stamp,$(TEST_EXTRAS))
+DIST_STAMP := $(call stamp,$(DIST_EXTRAS))
+STAMP := $(TEST_STAMP)
 
-.PHONY: demo test lint typecheck layers unit system-deps clean
+.PHONY: demo test dist lint typecheck layers unit system-deps clean
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/migscope demo
 
 test: system-deps $(STAMP) lint typecheck layers unit
 
+# Wheels and sdists of every distribution, named with their versions (scripts/build-dist).
+dist: $(DIST_STAMP)
+	$(BIN)/python scripts/build-dist --outdir $(DIST)
+
 system-deps:
 	@scripts/install-system-deps
 
-$(STAMP): pyproject.toml $(DISTS:%=%/pyproject.toml)
+# One rule for every extra set: the stem is the set with `+` for `,` (all+test -> all,test).
+# pip runs without --quiet: a fresh venv takes minutes and its progress is the only sign.
+$(VENV)/.installed-%: pyproject.toml $(DISTS:%=%/pyproject.toml)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || \
 		{ echo "migscope needs Python >= 3.10 ($(PYTHON) is older)" >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-		$(DISTS:%=-e ./%) -e '.[all,test]'
+	$(BIN)/python -m pip install --disable-pip-version-check \
+		$(DISTS:%=-e ./%) -e '.[$(subst +,$(comma),$*)]'
 	@touch $@
 
 lint: $(STAMP)
@@ -41,4 +60,4 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(DIST) .mypy_cache .ruff_cache .pytest_cache .hypothesis
