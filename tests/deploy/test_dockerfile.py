@@ -51,3 +51,47 @@ def test_version_targets_and_entrypoints_match_the_project() -> None:
     assert {"migscope-exporter", "migscope"} <= scripts
     assert re.findall(r"^EXPOSE (\d+)$", text, re.M) == ["9400"]
     assert re.findall(r"^USER (\S+)$", text, re.M) == ["65532:65532", "65532:65532"]
+
+
+def _release_wheels() -> dict[str, str]:
+    """Distribution -> the wheel `make dist` (scripts/build-dist) names it, at its version."""
+    wheels = {}
+    for folder in ("core", "sim", "kube", "exporter", "analyzer", "applier", "scheduler", "."):
+        project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
+        stem = f"{project['name'].replace('-', '_')}-{project['version']}"
+        wheels[project["name"]] = f"{stem}-py3-none-any.whl"
+    return wheels
+
+
+def _run_instructions(text: str) -> list[str]:
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [line for line in joined.splitlines() if line.startswith("RUN ")]
+
+
+def test_images_are_built_from_the_wheels_make_dist_builds() -> None:
+    text = DOCKERFILE.read_text()
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    copies = re.findall(r"^COPY (?!--from)(.*)$", text, re.M)
+    assert copies == ["dist/*.whl ./"]  # the wheels, never the source tree
+    (build,) = [r for r in _run_instructions(text) if "pip wheel" in r]
+    exporter_cmd, all_cmd = build.split("&&")
+    named = {
+        cmd: {
+            w.replace("${VERSION}", version)
+            for w in re.findall(r'"(migscope[\w${}.-]+\.whl)"', cmd)
+        }
+        for cmd in (exporter_cmd, all_cmd)
+    }
+    wheels = _release_wheels()
+    exporter_role = {"migscope-core", "migscope-sim", "migscope-exporter"}
+    assert named[exporter_cmd] == {wheels[d] for d in exporter_role}
+    assert named[all_cmd] == set(wheels.values())
+    installs = [r for r in _run_instructions(text) if "pip install" in r]
+    assert len(installs) == 2
+    assert all("--no-index" in r and "--mount=type=bind,from=build" in r for r in installs)
+
+
+def test_build_context_lets_only_the_wheels_through() -> None:
+    ignore = DOCKERFILE.with_name("Dockerfile.dockerignore").read_text()
+    rules = [line for line in ignore.splitlines() if line and not line.startswith("#")]
+    assert rules == ["*", "!dist/*.whl"]
