@@ -110,7 +110,11 @@ def test_gpu_with_no_config_for_it_is_an_error(tmp_path: Path) -> None:
     path = write(tmp_path, h100_only, "h100.yaml")
     result = invoke(path, "--gpu", "H200")
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == [f"{path}: no config in the file applies to H200-141GB"]
+    assert result.stdout.splitlines() == [
+        f"{path}: no config in the file applies to H200-141GB (1 config filters other GPUs only)"
+    ]
+    # not "invalid: 1 of 0 configs" (issue 25, item 7)
+    assert result.stderr == f"invalid: no config in {path} is for H200-141GB\n"
 
 
 def test_json_report(tmp_path: Path) -> None:
@@ -132,6 +136,7 @@ def test_json_report(tmp_path: Path) -> None:
         "models": ["H200-141GB"],
         "applies": True,
         "notes": [],
+        "not_valid_on": {},
     }
     assert data["configs"][1]["valid"] is False
     assert data["configs"][1]["errors"] == [
@@ -300,11 +305,13 @@ def test_the_same_name_on_its_own_driver_is_fine(tmp_path: Path) -> None:
 def test_without_a_driver_driver_dependent_names_are_notes(tmp_path: Path) -> None:
     result = invoke(write(tmp_path, SEVEN_79))
     assert result.exit_code == 0, result.output
-    note, verdict = result.stdout.splitlines()
-    assert note.startswith(
-        "note: a100-80gb-whole: entry 0 on A100-80GB: A100-80GB: MIG 7g.79gb exists only on "
-        "R535-R545"
+    note, evidence, verdict = result.stdout.splitlines()
+    assert note == (
+        "note: a100-80gb-whole: entry 0 on A100-80GB: 7g.79gb exists only on R535-R545; "
+        "elsewhere 7g.80gb on any driver"
     )
+    # the evidence of a driver-dependent name is printed once, not in every note (issue 25)
+    assert evidence.startswith("note: A100-80GB 7g.79gb: gpu-operator#687")
     assert verdict.endswith("(1 note)")
 
 

@@ -451,14 +451,25 @@ def test_a_count_above_max_instances_fails_on_every_model_offering_the_profile()
     )
 
 
-def test_an_unfiltered_entry_fails_where_its_names_exist_but_it_does_not_fit() -> None:
+def test_an_unfiltered_entry_is_valid_where_it_fits_and_not_on_the_others() -> None:
     # 1g.10gb is a 1-slice profile on 80GB parts (7 fit) but the double-memory one on
-    # A100-40GB (4 fit): mig-parted's default config filters by device ID for that reason.
-    errors = check_one(entry_yaml({"1g.10gb": 7}))
-    assert errors == (
-        "custom-3: entry 0 on A100-40GB: 1g.10gb×7: at most 4 × 1g.10gb per A100-40GB GPU, "
-        "asked for 7",
+    # A100-40GB (4 fit): the entry fits the models its name points to except A100-40GB. That
+    # is said per model, and is not an error (issue 25, item 3).
+    text = config_text(entry_yaml({"1g.10gb": 7}), name="custom-3")
+    report = check_config(parse_config(text))["custom-3"]
+    assert report.errors == ()
+    assert report.not_valid_on == (
+        ("A100-40GB", "entry 0: 1g.10gb×7: at most 4 × 1g.10gb per A100-40GB GPU, asked for 7"),
     )
+    assert "A100-40GB" not in report.models
+    assert {"A100-80GB", "H100-80GB"} <= set(report.models)
+
+
+def test_an_unfiltered_entry_that_fits_no_model_its_names_point_to_is_an_error() -> None:
+    errors = check_one(entry_yaml({"1g.10gb": 8}))
+    assert "custom-3: entry 0 on A100-40GB: 1g.10gb×8: at most 4 × 1g.10gb" in errors[0]
+    assert all(e.startswith("custom-3: entry 0 on ") for e in errors)
+    assert len(errors) > 1
 
 
 def test_an_unknown_profile_is_offered_by_no_gpu() -> None:
@@ -493,7 +504,9 @@ def test_with_gpu_a_config_filtered_to_other_gpus_does_not_apply() -> None:
     for_h200 = check_config(config, gpu=H200)
     assert for_h200["h100"].applies is False
     assert for_h200["h100"].errors == ()
-    assert for_h200.errors == ("no config in the file applies to H200-141GB",)
+    assert for_h200.errors == (
+        "no config in the file applies to H200-141GB (1 config filters other GPUs only)",
+    )
     assert not for_h200.ok
     for_h100 = check_config(config, gpu=find_model("H100-80GB"))
     assert for_h100.ok

@@ -41,7 +41,7 @@ from migscope.core.catalogue import (
 )
 from migscope.core.drivers import DriverVersion
 from migscope.core.layout import is_valid
-from migscope.core.migparted import check_config, parse_config
+from migscope.core.migparted import check_config, parse_config, read_config_sources
 from migscope.core.nvidia_smi import (
     ListedDevice,
     ListedGpuInstance,
@@ -151,6 +151,8 @@ SMI_OUTPUTS = [
     SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgi-mixed.txt", "RTX-PRO-6000-96GB", 610),
     SmiOutput(SMI / "kubesimplify-rtx-pro-6000-lgi-4x1g.24gb.txt", "RTX-PRO-6000-96GB", 610),
     SmiOutput(SMI / "kubesimplify-rtx-pro-6000-L.txt", "RTX-PRO-6000-96GB", 610),
+    # R580 prints 7g.40gb at 39.38 GiB (R460: 39.50): the catalogue's per-driver memory facts
+    SmiOutput(SMI / "ssup2-a100-sxm4-40gb-lgip-driver580.txt", "A100-40GB", 580),
 ]
 
 
@@ -170,19 +172,12 @@ MIG_PARTED = REAL / "mig-parted"
 MIG_PARTED_FILES = [
     MigPartedFile(MIG_PARTED / "mig-parted-examples-config.txt"),
     MigPartedFile(MIG_PARTED / "mig-parted-dgx-station-80gb-config.txt"),
-    MigPartedFile(
-        MIG_PARTED / "mig-manager-example-hopper-blackwell.txt",
-        marks={
-            "test_mig_parted_config_is_valid_on_the_catalogue": (
-                "the unfiltered all-1g.10gb entry ('1g.10gb': 7, commented '# H100-80GB, "
-                "H800-80GB' in a Hopper/Blackwell-only example) is also checked on A100-40GB, "
-                "where 1g.10gb is the 2-slice profile: 'all-1g.10gb: entry 0 on A100-40GB: "
-                "1g.10gb×7: at most 4 × 1g.10gb per A100-40GB GPU, asked for 7'"
-            ),
-        },
-    ),
+    # the unfiltered all-1g.10gb ('1g.10gb': 7) fits the 80GB models its name points to, not
+    # A100-40GB (where 1g.10gb is the 2-slice profile): said per model, no error (issue 25)
+    MigPartedFile(MIG_PARTED / "mig-manager-example-hopper-blackwell.txt"),
     # all-balanced entry 9 filters 0x232910DE (H20): catalogued as H20-96GB since issue 13
     MigPartedFile(MIG_PARTED / "gpu-operator-default-mig-parted-config.txt"),
+    MigPartedFile(MIG_PARTED / "mmahdisetak-custom-mig-config-pcie-nvl.txt"),
 ]
 
 
@@ -576,7 +571,11 @@ def test_catalog_check_exits_0(path: Path, driver: int | None, model: str | None
 
 
 def _config_texts(path: Path) -> list[str]:
-    """The mig-parted configs in a file: the file itself, or each ConfigMap's config.yaml."""
+    """The mig-parted configs in a file: the file itself, or each ConfigMap's config.yaml.
+
+    Read independently of the product (``yaml.safe_load_all``), to hold
+    :func:`read_config_sources` against.
+    """
     text = path.read_text(encoding="utf-8")
     docs = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
     if docs and all("kind" in d for d in docs):
@@ -594,6 +593,26 @@ def test_mig_parted_config_parses(entry: MigPartedFile) -> None:
     assert texts
     for text in texts:
         assert parse_config(text).mig_configs
+    # the product finds the same configs in the file as it is, ConfigMap or not (issue 25)
+    sources = read_config_sources(entry.path.read_text(encoding="utf-8"))
+    assert [s.config for s in sources] == [parse_config(t) for t in texts]
+
+
+@pytest.mark.parametrize("entry", [pytest.param(e, id=e.id) for e in MIG_PARTED_FILES])
+def test_validate_config_reads_the_file_as_users_hold_it(entry: MigPartedFile) -> None:
+    """``migscope validate-config FILE`` on the file itself, ConfigMap and manifest included."""
+    result = CliRunner().invoke(cli, ["validate-config", str(entry.path)])
+    assert result.exit_code == 0, result.output
+    verdict = result.stdout.splitlines()[-1]
+    assert verdict.startswith("ok: ")
+    text = entry.path.read_text(encoding="utf-8")
+    if "kind: ConfigMap" in text:
+        assert "(ConfigMap " in verdict
+        assert ", data key config.yaml)" in verdict
+    data = json.loads(
+        CliRunner().invoke(cli, ["validate-config", str(entry.path), "-o", "json"]).stdout
+    )
+    assert data["form"] == read_config_sources(text)[0].form
 
 
 @pytest.mark.parametrize(
@@ -622,3 +641,76 @@ def test_mig_parted_device_filters_are_catalogued(entry: MigPartedFile) -> None:
             if model_for_pci(pci) is None
         ]
         assert unknown == []
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 25: real inputs, round 2
+
+
+def test_gpu_names_a_config_whose_unfiltered_entry_uses_other_models_profiles() -> None:
+    """The real custom-mig-config: pcie-nvl's unfiltered entry uses H100 NVL profiles.
+
+    Before issue 25 the entry was skipped silently and the verdict read "ok: 3 configs valid
+    on A100-80GB". Now pcie-nvl is not counted as valid on A100-80GB, and the verdict names it
+    and why (an A100-80GB node labelled pcie-nvl would fail).
+    """
+    path = MIG_PARTED / "mmahdisetak-custom-mig-config-pcie-nvl.txt"
+    result = CliRunner().invoke(cli, ["validate-config", str(path), "--gpu", "A100-80GB"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "ok: 2 configs valid on A100-80GB (ConfigMap custom-mig-config, data key config.yaml); "
+        "1 for other GPU models only (pcie-nvl: no device-filter, so fails if set on it)\n"
+    )
+    data = json.loads(
+        CliRunner()
+        .invoke(cli, ["validate-config", str(path), "--gpu", "A100-80GB", "-o", "json"])
+        .stdout
+    )
+    (nvl,) = [c for c in data["configs"] if c["name"] == "pcie-nvl"]
+    assert nvl["applies"] is False
+    assert nvl["not_valid_on"]["A100-80GB"].startswith(
+        "entry 1 uses 3g.47gb and 2g.24gb and 1g.12gb (H100-NVL-94GB"
+    )
+    assert nvl["models"] == []
+
+
+def test_without_gpu_a_config_is_said_valid_where_it_fits_and_not_elsewhere() -> None:
+    path = MIG_PARTED / "mig-manager-example-hopper-blackwell.txt"
+    result = CliRunner().invoke(cli, ["validate-config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert (
+        "all-1g.10gb: valid on A100-80GB, H100-80GB, H100-PCIE-80GB; not on A100-40GB: entry 0: "
+        "1g.10gb×7: at most 4 × 1g.10gb per A100-40GB GPU, asked for 7"
+    ) in result.stdout.splitlines()
+
+
+def test_notes_on_nvidias_default_config_are_short_and_cite_each_source_once() -> None:
+    path = MIG_PARTED / "gpu-operator-default-mig-parted-config.txt"
+    result = CliRunner().invoke(cli, ["validate-config", str(path)])
+    assert result.exit_code == 0, result.output
+    notes = [line for line in result.stdout.splitlines() if line.startswith("note: ")]
+    sources = [n for n in notes if "gpu-operator#1303" in n]
+    assert len(sources) == 1, sources  # the GB200 paragraph once, not four times
+    assert all(len(n) < 200 for n in notes if n not in sources), notes
+
+
+def test_gh200_96gb_hbm3_is_the_catalogued_gh200() -> None:
+    """The NVML name on recent GH200 nodes (nvidia-smi -L in the DRA driver's demo spec)."""
+    path = REAL / "dra" / "dra-driver-demo-gh200-claim-gpu-1-mig-19-4-1.yaml"
+    lines = [
+        line.removeprefix("#   ")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#   ")
+    ]
+    devices = parse_list("\n".join(lines))
+    names = {d.name for d in devices}
+    assert names == {"NVIDIA GH200 96GB HBM3"}
+    model = model_for_name("NVIDIA GH200 96GB HBM3")
+    assert model is not None
+    assert model.key == "GH200-96GB"
+    assert 0x234210DE in model.pci_device_ids
+    assert all(model.has_profile(profile) for d in devices for profile, _ in d.mig_devices)
+    assert len([p for d in devices for p in d.mig_devices]) == 14
+    result = CliRunner().invoke(cli, ["catalog", "NVIDIA GH200 96GB HBM3", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["model"] == "GH200-96GB"

@@ -5,7 +5,11 @@ and then leaves the node ``failed``. This command finds the same mistakes offlin
 errors with their line, and layouts that cannot be placed on the GPU models an entry reaches.
 With ``--driver`` it also warns about profile names the node's driver does not print; with
 ``--gpu-table`` it checks against the GPU's own profile table instead of the built-in one.
-Exit status: 0 all configs valid, 1 something invalid or unreadable, 2 usage error.
+FILE may be the config itself, a ConfigMap holding it (any data key; the GPU Operator's is
+``config.yaml``), a manifest with such a ConfigMap, or ``kubectl get cm -o yaml`` output.
+Exit status: 0 every config fits the models its filters or profile names point to (some
+unfiltered configs may not fit every model their names exist on: listed, not an error), 1
+something invalid or unreadable, 2 usage error.
 """
 
 from __future__ import annotations
@@ -27,7 +31,15 @@ from migscope.cli.gpu_table import (
 from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import GpuModel
 from migscope.core.drivers import DriverVersion
-from migscope.core.migparted import ConfigCheck, ConfigError, check_config, parse_config
+from migscope.core.migparted import (
+    PLAIN_FORM,
+    ConfigCheck,
+    ConfigError,
+    ConfigReport,
+    ConfigSource,
+    check_config,
+    read_config_sources,
+)
 from migscope.core.profile_table import ProfileTableError, identify_model, model_from_table
 
 __all__ = ["validate_config"]
@@ -66,10 +78,12 @@ def validate_config(
 ) -> None:
     """Validate the mig-parted config FILE ('-' for stdin) against the MIG catalogue.
 
-    Without --gpu, each entry is checked on every catalogued GPU model it can reach. With
-    --gpu, every config meant for that model must fit it; configs for other models only are
-    counted and skipped. --gpu-table TABLE checks for the GPU whose profile table TABLE holds
-    (its model from --gpu, else from the table).
+    FILE is a mig-parted config, a ConfigMap holding one (kubectl get cm -o yaml output and
+    manifests too). Without --gpu, each entry is checked on every catalogued GPU model it
+    can reach, and each config is said valid on the models it fits. With --gpu, every entry
+    of a config meant for that model that reaches it must fit it; configs for other models
+    only are counted and named. --gpu-table TABLE checks for the GPU whose profile table
+    TABLE holds (its model from --gpu, else from the table).
     """
     output = chosen_format(format_, output, "text")
     driver = parse_driver(driver_text)
@@ -80,16 +94,25 @@ def validate_config(
         driver = driver or table.driver
     text = read_input(file)
     try:
-        config = parse_config(text)
+        sources = read_config_sources(text)
     except ConfigError as exc:
         where = f"{file}:{exc.line}" if exc.line is not None else file
         raise InvalidInput(f"{where}: {exc.message}{_more(exc)}") from exc
-    report = check_config(config, gpu=gpu, driver=driver)
+    reports = [(source, check_config(source.config, gpu=gpu, driver=driver)) for source in sources]
     if output == "json":
-        click.echo(json.dumps(_as_json(file, report, table), indent=2))
+        if len(reports) == 1:
+            body = _as_json(file, *reports[0], table)
+        else:
+            body = {
+                "file": file,
+                "valid": all(r.ok for _, r in reports),
+                "sources": [_as_json(file, s, r, table) for s, r in reports],
+            }
+        click.echo(json.dumps(body, indent=2))
     else:
-        _print_text(file, report, table)
-    if not report.ok:
+        for source, report in reports:
+            _print_text(file, source, report, table)
+    if not all(report.ok for _, report in reports):
         click.get_current_context().exit(1)
 
 
@@ -137,20 +160,30 @@ def _more(exc: ConfigError) -> str:
     return f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
 
 
-def _print_text(file: str, report: ConfigCheck, table: _Table | None) -> None:
-    """Errors one per line on stdout, then warnings and notes; the verdict last."""
+def _print_text(file: str, source: ConfigSource, report: ConfigCheck, table: _Table | None) -> None:
+    """Errors one per line on stdout, then misfits, warnings and notes; the verdict last.
+
+    A note's evidence (the source of a driver-dependent name) is printed once per source.
+    """
     for config in report.invalid:
         for error in config.errors:
             click.echo(error)
+    if report.gpu is None:
+        for config in report.configs:
+            if config.not_valid_on and config.ok:
+                click.echo(_not_everywhere(config.name, config.models, config.not_valid_on))
     for warning in report.warnings:
         click.echo(f"warning: {warning}")
     for note in report.notes:
         click.echo(f"note: {note}")
+    for line in _evidence(report):
+        click.echo(f"note: {line}")
     for error in report.errors:
         click.echo(f"{file}: {error}")
-    skipped = len(report.not_applicable)
-    total = len(report.configs) - skipped
+    skipped = report.not_applicable
+    total = len(report.configs) - len(skipped)
     noun = "config" if total == 1 else "configs"
+    held = "" if source.form == PLAIN_FORM else f" ({source.form})"
     if report.ok:
         if report.gpu and table is not None:
             scope = f"on {report.gpu} per {table.label}"
@@ -160,11 +193,40 @@ def _print_text(file: str, report: ConfigCheck, table: _Table | None) -> None:
             scope = f"against {len(report.models_checked)} catalogued GPU models"
         if report.driver is not None:
             scope += f" with driver {report.driver}"
-        others = f"; {skipped} for other GPU models only" if skipped else ""
-        click.echo(f"ok: {total} {noun} valid {scope}{others}{_counts(report)}")
+        others = f"; {_others(skipped)}" if skipped else ""
+        click.echo(f"ok: {total} {noun} valid {scope}{held}{others}{_counts(report)}")
         return
-    bad = len(report.invalid) + len(report.errors)
-    click.echo(f"invalid: {bad} of {total} {noun} in {file}", err=True)
+    if report.errors and total == 0:
+        click.echo(f"invalid: no config in {file}{held} is for {report.gpu}", err=True)
+        return
+    bad = len(report.invalid)
+    click.echo(f"invalid: {bad} of {total} {noun} in {file}{held}", err=True)
+
+
+def _not_everywhere(
+    name: str, models: tuple[str, ...], not_valid_on: tuple[tuple[str, str], ...]
+) -> str:
+    """Where an unfiltered config fits and where its profile names mean something else."""
+    where = ", ".join(models)
+    nots = "; ".join(f"{model}: {why}" for model, why in not_valid_on)
+    return f"{name}: valid on {where}; not on {nots}"
+
+
+def _others(skipped: tuple[ConfigReport, ...]) -> str:
+    """The configs for other GPU models, counted; a few named when they would reach it."""
+    text = f"{len(skipped)} for other GPU models only"
+    reaching = [r.name for r in skipped if r.not_valid_on]
+    if not reaching or len(reaching) > 3:
+        return text
+    return f"{text} ({', '.join(reaching)}: no device-filter, so fails if set on it)"
+
+
+def _evidence(report: ConfigCheck) -> list[str]:
+    """Each source of a driver-dependent name once, with every name it backs."""
+    grouped: dict[str, list[str]] = {}
+    for label, source in report.evidence:
+        grouped.setdefault(source, []).append(label)
+    return [f"{', '.join(labels)}: {source}" for source, labels in grouped.items()]
 
 
 def _counts(report: ConfigCheck) -> str:
@@ -175,14 +237,18 @@ def _counts(report: ConfigCheck) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _as_json(file: str, report: ConfigCheck, table: _Table | None) -> dict[str, object]:
+def _as_json(
+    file: str, source: ConfigSource, report: ConfigCheck, table: _Table | None
+) -> dict[str, object]:
     """The stable JSON shape documented in ``docs/mig-parted-config.md``."""
     return {
         "file": file,
+        "form": source.form,
         "valid": report.ok,
         "gpu": report.gpu,
         "driver": None if report.driver is None else str(report.driver),
         "table": "catalogue" if table is None else table.source,
         "errors": list(report.errors),
         "configs": [config.as_dict() for config in report.configs],
+        "evidence": {label: source for label, source in report.evidence},
     }

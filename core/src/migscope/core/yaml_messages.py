@@ -33,6 +33,7 @@ __all__ = [
     "FileProblemError",
     "Loc",
     "YamlProblem",
+    "compose_documents",
     "compose_node",
     "compose_with_lines",
     "construct_strict",
@@ -244,6 +245,37 @@ def compose_node(text: str) -> yaml.Node | None:
     if root is not None:
         _check_expansion(root)
     return root
+
+
+def compose_documents(text: str) -> list[yaml.Node]:
+    """Every document of a YAML stream (``---`` between them) as node trees, within the limits.
+
+    Kubernetes manifests put several objects in one file; the limits of :func:`compose_node`
+    hold for the whole stream (the counts run across documents). Empty documents are left out.
+
+    Raises:
+        YamlProblem: a syntax error or a limit passed, with its line.
+    """
+    if len(text) > MAX_YAML_CHARS:
+        raise YamlProblem(
+            f"YAML text of {len(text):,} characters is over the limit of {MAX_YAML_CHARS:,}"
+        )
+    loader = _LimitedLoader(text)
+    documents: list[yaml.Node] = []
+    try:
+        while loader.check_node():
+            root = loader.get_node()
+            if root is not None:
+                documents.append(root)
+    except yaml.YAMLError as exc:
+        raise yaml_problem(exc, text) from exc
+    except RecursionError:  # pragma: no cover - the depth limit comes first
+        raise YamlProblem(f"YAML nests deeper than {MAX_YAML_DEPTH} levels") from None
+    finally:
+        loader.dispose()
+    for root in documents:
+        _check_expansion(root)
+    return documents
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:

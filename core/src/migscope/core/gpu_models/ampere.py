@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GiProfile, GpuModel, ProfileName
+from migscope.core.catalogue import Evidence, GiProfile, GpuModel, MemoryFact, ProfileName
 from migscope.core.drivers import DriverRange
 from migscope.core.gpu_models.shapes import (
     AMPERE_ENGINES,
@@ -18,6 +18,51 @@ from migscope.core.gpu_models.shapes import (
 )
 
 __all__ = ["A30", "A100_40GB", "A100_80GB", "PG506_96GB"]
+
+_A100_40_R460 = (
+    "real -lgip of an A100-PCIE-40GB on 460.32.03 "
+    "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt)"
+)
+_A100_40_R580 = (
+    "real -lgip of an A100-SXM4-40GB on 580.126.09 "
+    "(tests/fixtures/real/nvidia-smi/ssup2-a100-sxm4-40gb-lgip-driver580.txt, "
+    "ssup2/blog-software@9284619)"
+)
+_A100_40_GUIDE = (
+    "NVIDIA MIG user guide, 'List GPU Instance Profiles' example on an A100-SXM4-40GB "
+    "(driver not stated; figures as quoted in issue 25)"
+)
+
+
+def _a100_40gb_memory() -> dict[str, tuple[MemoryFact, ...]]:
+    """The sizes each driver's -lgip prints for an A100 40GB, the reference (R460) first.
+
+    1g, 1g+me and 2g/1g double-memory agree on R460 and R580 (4.75 and 9.75 GiB); the
+    7g.40gb instance shrank from 39.50 GiB (R460) to 39.38 GiB (R580). The user guide's
+    example (9.62 / 19.50 / 39.25 GiB) states no driver, so it only widens the known range.
+    """
+    r460, r580 = DriverRange(460, 460), DriverRange(580, 580)
+    seen = {
+        "1g": (4.75, 4.75, None),
+        "1g+me": (None, 4.75, None),
+        "1g2": (None, 9.75, None),
+        "2g": (9.75, 9.75, 9.62),
+        "3g": (19.62, 19.62, 19.50),
+        "4g": (19.62, 19.62, 19.50),
+        "7g": (39.50, 39.38, 39.25),
+    }
+    out: dict[str, tuple[MemoryFact, ...]] = {}
+    for kind, (on_460, on_580, guide) in seen.items():
+        facts: list[MemoryFact] = []
+        if on_460 is not None:
+            facts.append(MemoryFact(gib(on_460), r460, _A100_40_R460))
+        if on_580 is not None:
+            facts.append(MemoryFact(gib(on_580), r580, _A100_40_R580))
+        if guide is not None:
+            facts.append(MemoryFact(gib(guide), None, _A100_40_GUIDE))
+        out[kind] = tuple(facts)
+    return out
+
 
 _MIG_PARTED_31 = (
     "mig-parted#31 (https://github.com/NVIDIA/mig-parted/issues/31): an A100 80GB's 3g "
@@ -81,12 +126,15 @@ A100_40GB = GpuModel(
         sms={"1g": 14, "1g+me": 14, "1g2": 14, "2g": 28, "3g": 42, "4g": 56, "7g": 98},
         engines=AMPERE_ENGINES,
         min_driver={"1g+me": "470", "1g2": "525"},
+        memory_facts=_a100_40gb_memory(),
     ),
     evidence=Evidence.MEASURED,
     source=(
         "1g.5gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb: real `nvidia-smi mig -lgip` of an "
         "A100-PCIE-40GB on driver 460.32.03 "
-        "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt); "
+        "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt); all seven, 1g.5gb+me and "
+        "1g.10gb included, on an A100-SXM4-40GB on 580.126.09 (7g.40gb 39.38 GiB; "
+        "ssup2/blog-software@9284619); "
         "placements: NVIDIA MIG user guide A100-40GB -lgipp; 1g.5gb+me (R470+) and 1g.10gb "
         "(R525+): MIG user guide, engines inferred; PCI IDs: mig-parted all-balanced filters, "
         "plus A800-SXM4-40GB 0x20BD (NVIDIA/open-gpu-kernel-modules@df1c9a3 README.md, "

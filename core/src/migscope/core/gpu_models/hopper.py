@@ -175,7 +175,12 @@ H100_NVL = GpuModel(
 
 H100_96GB = GpuModel(
     key="GH200-96GB",
-    names=("NVIDIA GH200 480GB", "NVIDIA GH200 120GB", "NVIDIA H100 96GB"),
+    names=(
+        "NVIDIA GH200 480GB",
+        "NVIDIA GH200 96GB HBM3",
+        "NVIDIA GH200 120GB",
+        "NVIDIA H100 96GB",
+    ),
     pci_device_ids=(0x234210DE, 0x233D10DE, 0x233810DE),
     architecture="hopper",
     compute_slices=7,
@@ -200,7 +205,11 @@ H100_96GB = GpuModel(
         "Real `nvidia-smi mig -lgip` of a GH200 480GB (96GB HBM3) "
         "(reference/samples/nvidia-smi-gh200-lgip.txt); placements as every Hopper -lgipp. "
         "Also H100 96GB (0x233D), which shares mig-parted's all-balanced entry, and H100 SXM5 "
-        "96GB (0x2338, pci.ids@c1c1254): profiles assumed identical (not measured)."
+        "96GB (0x2338, pci.ids@c1c1254): profiles assumed identical (not measured). "
+        "NVML name 'NVIDIA GH200 96GB HBM3' (recent drivers): nvidia-smi -L in "
+        "kubernetes-sigs/dra-driver-nvidia-gpu@9593204 demo/specs/extended-resources/"
+        "mig-1g-12gb.yaml and NVIDIA/dcgm-exporter#532's modelName, on PCI 0x2342 "
+        "('GH100 [GH200 480GB]', pci.ids@c1c1254; the GH200 480GB module carries 96GB HBM3)."
     ),
     notes=(
         "PG506-96GB (0x20B6), filed here before, is an Ampere GA100 part: see PG506-96GB. "

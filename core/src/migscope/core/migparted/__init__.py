@@ -13,7 +13,8 @@ One module per job: :mod:`.model` (the schema), :mod:`.parse` (text to a validat
 with the line of every problem), :mod:`.emit` (a config back to text), :mod:`.build`
 (entries from layouts, merging configs), :mod:`.check` (layouts against the catalogue),
 :mod:`.instances` (the GPU instances a ``mig-devices`` mapping with compute-instance profiles
-makes) and :mod:`.filters` (``device-filter`` strings read base 0, as mig-parted reads them).
+makes), :mod:`.filters` (``device-filter`` strings read base 0, as mig-parted reads them) and
+:mod:`.source` (the config inside a ConfigMap, a manifest or ``kubectl get cm -o yaml``).
 This package is pure: it takes and returns text and data, never files.
 """
 
@@ -32,12 +33,15 @@ from migscope.core.migparted.filters import DeviceFilter, DeviceFilterError, par
 from migscope.core.migparted.instances import gpu_instances
 from migscope.core.migparted.model import Devices, MigConfigEntry, MigPartedConfig
 from migscope.core.migparted.parse import parse_config
+from migscope.core.migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
 
 __all__ = [
+    "PLAIN_FORM",
     "ConfigCheck",
     "ConfigConflictError",
     "ConfigError",
     "ConfigReport",
+    "ConfigSource",
     "DeviceFilter",
     "DeviceFilterError",
     "Devices",
@@ -51,4 +55,5 @@ __all__ = [
     "merge_configs",
     "parse_config",
     "parse_device_filter",
+    "read_config_sources",
 ]

@@ -6,7 +6,13 @@ on each catalogued GPU model it can reach (or on the one model asked for), and t
 is a report per named config that ``migscope validate-config`` prints as text or JSON.
 Profile names are also held against the node's driver: a name the model has only on other
 drivers (A100 80GB ``7g.79gb`` is R535-R545 only) is a warning for that driver, and without a
-driver such names are noted as driver-dependent.
+driver such names are noted as driver-dependent (the evidence once per file, not per note).
+
+Without a GPU model, an unfiltered entry points to the models that offer its profile names;
+one name can mean two profiles (``1g.10gb`` is the 1-slice profile of an A100 80GB and the
+double-memory one of an A100 40GB), so such an entry may fit some of those models and not
+others. That is reported per model (``ConfigReport.not_valid_on``), and it is an error only
+when the entry fits none of them: MIG Manager would fail on every node it was meant for.
 """
 
 from __future__ import annotations
@@ -45,10 +51,19 @@ class ConfigReport:
         models: Keys of the catalogued models the config applies to and was found valid on.
         notes: Without a driver: profile names that exist only on some drivers or boards,
             with where they do.
-        applies: False when checking for one GPU model (``gpu=``) and the config is meant
-            for other models only: its entries' filters name other GPUs, or its profiles
-            are other models' names (``all-1g.5gb`` on an H200). Such a config is skipped,
-            not an error: mig-parted's own default file holds configs for every GPU.
+        applies: False when checking for one GPU model (``gpu=``) and the config is for
+            other models only: every entry has a device-filter naming other GPUs, or its
+            unfiltered entries use only other models' profile names (``all-1g.5gb`` on an
+            H200; then ``not_valid_on`` says that such a node would fail). Such a config is
+            not an error: mig-parted's own default files hold configs for every GPU and the
+            node label picks one. In a config meant for ``gpu`` every entry that reaches it
+            (unfiltered, or filtered for it) is checked.
+        not_valid_on: With ``gpu``: ``(gpu, why)`` for a config for other models only
+            whose unfiltered entries would still be applied to it. Without ``gpu``:
+            ``(model, why)`` for each catalogued model an
+            unfiltered entry's profile names point to but whose layout does not fit there
+            (``all-1g.10gb``'s seven ``1g.10gb`` on an A100 40GB, where that name is the
+            2-slice profile), while it fits another model those names point to.
     """
 
     name: str
@@ -57,6 +72,7 @@ class ConfigReport:
     models: tuple[str, ...] = ()
     applies: bool = True
     notes: tuple[str, ...] = ()
+    not_valid_on: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -73,6 +89,7 @@ class ConfigReport:
             "models": list(self.models),
             "applies": self.applies,
             "notes": list(self.notes),
+            "not_valid_on": dict(self.not_valid_on),
         }
 
 
@@ -85,6 +102,8 @@ class ConfigCheck:
     models_checked: tuple[str, ...] = field(default=())
     errors: tuple[str, ...] = ()
     driver: DriverVersion | None = None
+    evidence: tuple[tuple[str, str], ...] = ()
+    """``(model and name, source)`` for the driver-dependent names of the notes, each once."""
 
     @property
     def ok(self) -> bool:
@@ -138,12 +157,12 @@ def check_config(
 ) -> ConfigCheck:
     """Check every named config's layouts against the MIG catalogue.
 
-    Without ``gpu``, an entry is checked on each catalogued model it can reach: the models
-    its device-filter names, or, without a filter, every model that offers all its profile
-    names (it would fail on such a node if the layout does not fit). With ``gpu``, every
-    config meant for that model must fit it; configs meant for other models only (their
-    filters name other GPUs, or their profiles are other models' names) are reported as
-    not applicable, and it is an error if no config applies at all.
+    Without ``gpu``, an entry with a device-filter must fit every model the filter names. An
+    entry without one is checked on every model that offers all its profile names: it is
+    valid on those it fits, listed as not valid on the others (``not_valid_on``), and an
+    error only when it fits none. With ``gpu``, every entry that reaches that model (no
+    filter, or a filter naming it) must fit it; configs none of whose entries reach it are
+    reported as not applicable, and it is an error if no config applies at all.
 
     Args:
         config: A parsed config.
@@ -155,15 +174,37 @@ def check_config(
     Returns:
         A :class:`ConfigCheck` with a report per config name.
     """
+    evidence: dict[str, str] = {}
     reports = tuple(
-        _check_named(name, entries, gpu, driver) for name, entries in config.mig_configs.items()
+        _check_named(name, entries, gpu, driver, evidence)
+        for name, entries in config.mig_configs.items()
     )
     if gpu is None:
-        return ConfigCheck(reports, None, tuple(m.key for m in all_models()), driver=driver)
+        models = tuple(m.key for m in all_models())
+        return ConfigCheck(reports, None, models, driver=driver, evidence=tuple(evidence.items()))
     errors: tuple[str, ...] = ()
     if not any(report.applies for report in reports):
-        errors = (f"no config in the file applies to {gpu.key}",)
-    return ConfigCheck(reports, gpu.key, (gpu.key,), errors, driver)
+        errors = (_nothing_for(gpu, reports),)
+    return ConfigCheck(reports, gpu.key, (gpu.key,), errors, driver, tuple(evidence.items()))
+
+
+def _nothing_for(gpu: GpuModel, reports: Sequence[ConfigReport]) -> str:
+    """The file-level error when no config is for ``gpu``, saying why."""
+    filtered = sum(1 for r in reports if not r.not_valid_on)
+    foreign = len(reports) - filtered
+    parts = []
+    if filtered:
+        parts.append(f"{_configs(filtered)} filter{'s' if filtered == 1 else ''} other GPUs only")
+    if foreign:
+        parts.append(
+            f"{_configs(foreign)} use{'s' if foreign == 1 else ''} other models' profiles "
+            "with no device-filter"
+        )
+    return f"no config in the file applies to {gpu.key} ({'; '.join(parts)})"
+
+
+def _configs(n: int) -> str:
+    return f"{n} config{'s' if n != 1 else ''}"
 
 
 @dataclass
@@ -176,16 +217,20 @@ class _Findings:
     warnings: list[str] = field(default_factory=list)
     models: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    not_valid_on: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)
 
     def report(self) -> ConfigReport:
         order = [m.key for m in all_models()]
-        models = sorted(self.models, key=lambda k: order.index(k) if k in order else len(order))
+        valid = self.models - set(self.not_valid_on)
+        models = sorted(valid, key=lambda k: order.index(k) if k in order else len(order))
         return ConfigReport(
             self.name,
             tuple(self.errors),
             tuple(self.warnings),
             tuple(models),
             notes=tuple(dict.fromkeys(self.notes)),
+            not_valid_on=tuple(self.not_valid_on.items()),
         )
 
 
@@ -194,8 +239,9 @@ def _check_named(
     entries: Sequence[MigConfigEntry],
     gpu: GpuModel | None,
     driver: DriverVersion | None,
+    evidence: dict[str, str],
 ) -> ConfigReport:
-    found = _Findings(name, driver)
+    found = _Findings(name, driver, evidence=evidence)
     if not _LABEL_VALUE.match(name):
         found.warnings.append(
             f"{name}: not a valid Kubernetes label value, so nvidia.com/mig.config cannot select it"
@@ -204,30 +250,52 @@ def _check_named(
         for index, entry in enumerate(entries):
             _check_entry_on_catalogue(found, index, entry)
         return found.report()
-    meant = [
-        (i, e)
-        for i, e in enumerate(entries)
-        if entry_applies_to(e, gpu) and not _meant_for_other_models(e, gpu)
-    ]
-    if not meant:
+    # MIG Manager applies every entry whose filter matches the GPU, and an entry without a
+    # filter matches every GPU: in a config meant for the GPU all of them must fit (issue 25).
+    reaching = [(i, e) for i, e in enumerate(entries) if entry_applies_to(e, gpu)]
+    if not reaching:
         return ConfigReport(name, warnings=tuple(found.warnings), applies=False)
-    for index, entry in meant:
+    foreign = _foreign_entries(reaching, gpu)
+    if foreign is not None:
+        return ConfigReport(
+            name,
+            warnings=tuple(found.warnings),
+            applies=False,
+            not_valid_on=((gpu.key, foreign),),
+        )
+    for index, entry in reaching:
         _check_entry_on(found, index, entry, gpu)
     return found.report()
 
 
-def _meant_for_other_models(entry: MigConfigEntry, gpu: GpuModel) -> bool:
-    """An unfiltered entry whose profiles are all other models' names, not typos.
+def _foreign_entries(reaching: Sequence[tuple[int, MigConfigEntry]], gpu: GpuModel) -> str | None:
+    """Why a config is for other GPU models only, though its unfiltered entries reach ``gpu``.
 
-    mig-parted's files name profiles per model (``all-1g.5gb`` is for A100-40GB), so such
-    an entry is not meant for ``gpu``. A name no catalogued model offers stays an error.
+    mig-parted's own files hold one config per GPU family without device-filters
+    (``all-1g.5gb`` for A100 40GB): the node's label picks the config, and a node of another
+    model labelled with it fails. Such a config is not for ``gpu`` when every entry that
+    reaches it and creates instances is unfiltered and uses none of ``gpu``'s profile names,
+    all of another model's. None: the config is meant for ``gpu`` and every entry is checked.
     """
-    if entry.device_filter is not None or not entry.mig_enabled or not entry.mig_devices:
-        return False
-    names = list(entry.mig_devices)
-    if any(gpu.has_profile(n) for n in names):
-        return False
-    return any(all(m.has_profile(n) for n in names) for m in all_models())
+    creating = [(i, e) for i, e in reaching if e.mig_enabled and e.mig_devices]
+    if not creating or any(e.device_filter is not None for _, e in creating):
+        return None
+    reasons = []
+    for index, entry in creating:
+        names = list(entry.mig_devices or {})
+        if any(gpu.has_profile(n) for n in names):
+            return None
+        owners = [m.key for m in all_models() if all(m.has_profile(n) for n in names)]
+        if not owners:
+            return None
+        reasons.append(
+            f"entry {index} uses {' and '.join(names)} ({', '.join(owners[:3])}"
+            f"{', ...' if len(owners) > 3 else ''})"
+        )
+    return (
+        f"{'; '.join(reasons)} with no device-filter: a {gpu.key} node labelled with this "
+        "config would fail"
+    )
 
 
 def _check_entry_on_catalogue(found: _Findings, index: int, entry: MigConfigEntry) -> None:
@@ -250,8 +318,38 @@ def _check_entry_on_catalogue(found: _Findings, index: int, entry: MigConfigEntr
             found.errors.append(
                 f"{found.name}: entry {index}: {_missing_profiles(list(entry.mig_devices))}"
             )
+            return
+        _check_unfiltered(found, index, entry, targets)
+        return
     for model in targets:
         _check_entry_on(found, index, entry, model)
+
+
+def _check_unfiltered(
+    found: _Findings, index: int, entry: MigConfigEntry, targets: Sequence[GpuModel]
+) -> None:
+    """An unfiltered entry on the models its names point to: valid on some is enough.
+
+    The same name can be two profiles (``1g.10gb``: 1 slice on an A100 80GB, 2 on an A100
+    40GB), so a layout may fit one of the models and not another; each such model is
+    recorded as not valid, and the entry is an error only when it fits none.
+    """
+    problems = {m.key: _layout_problem(entry, m) for m in targets}
+    fits = [m for m in targets if problems[m.key] is None]
+    if not fits:
+        for model in targets:
+            found.errors.append(
+                f"{found.name}: entry {index} on {model.key}: {problems[model.key]}"
+            )
+        return
+    for model in targets:
+        reason = problems[model.key]
+        if reason is None:
+            found.models.add(model.key)
+        else:
+            found.not_valid_on.setdefault(model.key, f"entry {index}: {reason}")
+        if entry.mig_enabled:
+            _check_names_on_driver(found, index, entry, model)
 
 
 def _check_entry_on(found: _Findings, index: int, entry: MigConfigEntry, model: GpuModel) -> None:
@@ -275,7 +373,33 @@ def _check_names_on_driver(
         if verdict.status is NameStatus.NOT_ON_DRIVER:
             found.warnings.append(f"{where}: {verdict.message}")
         elif verdict.status is NameStatus.DRIVER_DEPENDENT:
-            found.notes.append(f"{where}: {verdict.message}")
+            found.notes.append(f"{where}: {_short_note(model, name, found)}")
+
+
+def _short_note(model: GpuModel, name: str, found: _Findings) -> str:
+    """Where a driver-dependent name exists, in a few words; its evidence goes to the file.
+
+    The evidence of a name fact (GB200's early names cite three sources in 300 characters)
+    is the same for every config that uses the name, so it is kept once per file
+    (:attr:`ConfigCheck.evidence`) instead of in each note.
+    """
+    profile = model.profile(name)
+    wanted = name.split(".", 1)[1] if _is_ci(name) else name
+    facts = [f for f in profile.known_names() if f.name.lower() == wanted.lower()]
+    others = [f for f in profile.known_names() if f.name.lower() != wanted.lower()]
+    for fact in facts:
+        if fact.evidence != "the catalogue's reference name":
+            found.evidence.setdefault(f"{model.key} {fact.name}", fact.evidence)
+    where = "; ".join(f.where() for f in facts) or str(profile.drivers)
+    text = f"{wanted} exists only on {where}"
+    if others:
+        text += "; elsewhere " + ", ".join(f"{f.name} on {f.where()}" for f in others)
+    return text
+
+
+def _is_ci(name: str) -> bool:
+    split = split_device_profile(name)
+    return split is not None and split.is_compute_instance
 
 
 def _layout_problem(entry: MigConfigEntry, model: GpuModel) -> str | None:
