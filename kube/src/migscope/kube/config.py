@@ -32,6 +32,7 @@ real plugin scripts through it, so a client release that stops calling it fails 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -83,6 +84,28 @@ def _checked(api: client.ApiClient, source: str) -> client.ApiClient:
     return api
 
 
+class _RetryNoise(logging.Filter):
+    """Drops urllib3's "Retrying (Retry(total=2...)) after connection broken" warnings.
+
+    Each migscope call that fails ends in one line of its own (issue 25: ``analyze
+    --pending-pods on`` against a refused connection printed three such WARNING lines first).
+    urllib3 still retries; only its running commentary goes.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Retrying (")
+
+
+_RETRY_NOISE = _RetryNoise()
+
+
+def _quiet_retries() -> None:
+    """Install :class:`_RetryNoise` on urllib3's connection pool logger (once)."""
+    logger = logging.getLogger("urllib3.connectionpool")
+    if _RETRY_NOISE not in logger.filters:
+        logger.addFilter(_RETRY_NOISE)
+
+
 def api_client(
     kubeconfig: str | None = None,
     *,
@@ -104,6 +127,7 @@ def api_client(
             that cannot be sent (said without the token), an exec plugin that failed or ran
             past ``exec_timeout_s`` (naming its command, never showing its output).
     """
+    _quiet_retries()
     if kubeconfig is not None:
         if not os.path.exists(kubeconfig):
             raise KubeConfigError(f"{kubeconfig}: no such kubeconfig file")
