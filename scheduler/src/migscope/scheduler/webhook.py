@@ -27,7 +27,7 @@ WEBHOOK_TIMEOUT_SECONDS = 10.0
 
 def _version() -> str:
     try:
-        return metadata.version("migscope")
+        return metadata.version("migscope-scheduler")
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         return "0"
 
