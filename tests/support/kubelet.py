@@ -40,7 +40,11 @@ import grpc
 
 from migscope.exporter.podresources import api_pb2, api_pb2_grpc
 
-__all__ = ["THREAD_PREFIX", "FakeKubelet", "Mode", "make_pod"]
+__all__ = ["NVIDIA_CDI_KIND", "THREAD_PREFIX", "FakeKubelet", "Mode", "make_claim", "make_pod"]
+
+#: NVIDIA's DRA driver's CDI kind: its CDI device ids are ``k8s.gpu.nvidia.com/claim=<claim
+#: UID>-<device name>`` (dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/cdi.go L44-46, 318-325).
+NVIDIA_CDI_KIND = "k8s.gpu.nvidia.com/claim"
 
 #: Every thread the fake starts is named with this prefix, so leak checks can tell them apart
 #: from the threads of the code under test.
@@ -49,13 +53,57 @@ THREAD_PREFIX = "fake-kubelet"
 Mode = Literal["serving", "slow", "error", "garbage", "stale", "stopped", "closed"]
 
 
+def make_claim(
+    claim_name: str,
+    devices: Sequence[str],
+    *,
+    claim_namespace: str = "default",
+    pool: str = "node-a",
+    driver: str = "gpu.nvidia.com",
+    claim_uid: str = "dab5ab50-1c4e-4b7e-9a43-5d1f0c2b7e11",
+    cdi: bool = True,
+) -> api_pb2.DynamicResource:
+    """One ``DynamicResource`` as the kubelet fills it for a claim of NVIDIA's driver.
+
+    One ``ClaimResource`` per allocated device (``driver_name``, ``pool_name``,
+    ``device_name``), each with the driver's CDI id for that device
+    (``k8s.gpu.nvidia.com/claim=<claim UID>-<device name>``). NVIDIA's driver names the pool
+    after the node. Shape: kubelet ``GetDynamicResources`` (container_manager_linux.go) and
+    KEP-3695's proto; docs/dra-sources.md §3.
+    """
+    return api_pb2.DynamicResource(
+        claim_name=claim_name,
+        claim_namespace=claim_namespace,
+        claim_resources=[
+            api_pb2.ClaimResource(
+                cdi_devices=(
+                    [api_pb2.CDIDevice(name=f"{NVIDIA_CDI_KIND}={claim_uid}-{device}")]
+                    if cdi
+                    else []
+                ),
+                driver_name=driver,
+                pool_name=pool,
+                device_name=device,
+            )
+            for device in devices
+        ],
+    )
+
+
 def make_pod(
     name: str,
     *,
     namespace: str = "default",
     containers: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    claims: Mapping[str, Sequence[api_pb2.DynamicResource]] | None = None,
 ) -> api_pb2.PodResources:
-    """Build a ``PodResources`` message from ``{container: {resource_name: [device_id, ...]}}``."""
+    """Build a ``PodResources`` message from ``{container: {resource_name: [device_id, ...]}}``.
+
+    ``claims`` adds ``dynamic_resources``: ``{container: [make_claim(...), ...]}``; a
+    container named only there is listed with no device-plugin devices.
+    """
+    names = list(containers or {})
+    names += [c for c in (claims or {}) if c not in names]
     return api_pb2.PodResources(
         name=name,
         namespace=namespace,
@@ -64,10 +112,11 @@ def make_pod(
                 name=container,
                 devices=[
                     api_pb2.ContainerDevices(resource_name=resource, device_ids=list(ids))
-                    for resource, ids in resources.items()
+                    for resource, ids in (containers or {}).get(container, {}).items()
                 ],
+                dynamic_resources=list((claims or {}).get(container, ())),
             )
-            for container, resources in (containers or {}).items()
+            for container in names
         ],
     )
 

@@ -21,6 +21,7 @@ __all__ = [
     "DCGM_COMPAT",
     "GPU_LABELS",
     "GPU_UUID",
+    "HOLDER_LABELS",
     "METRICS",
     "MIG_LABELS",
     "PREFIX",
@@ -45,6 +46,11 @@ GPU_LABELS = ("gpu", GPU_UUID)
 
 MIG_LABELS = ("gpu", GPU_UUID, "gpu_instance_id", "mig_uuid")
 """Identify a MIG slice: its GPU (index and UUID), NVML GPU-instance id, ``MIG-<uuid>``."""
+
+HOLDER_LABELS = ("claim", "claim_namespace", "attribution")
+"""Labels of the ``*_pod_info`` series after ``resource``: the ResourceClaim of a pod holding
+the device through DRA (empty for device-plugin holders, so Prometheus drops them) and how the
+holder was attributed: ``device-plugin``, ``dra-device-name`` or ``dra-cdi``."""
 
 MetricType = Literal["gauge", "counter", "info"]
 
@@ -221,9 +227,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "gpu_pod_info",
         "info",
         "",
-        (*GPU_LABELS, "namespace", "pod", "container", "resource"),
-        "A pod container holding the whole GPU (resource nvidia.com/gpu).",
-        "kubelet PodResources v1 List",
+        (*GPU_LABELS, "namespace", "pod", "container", "resource", *HOLDER_LABELS),
+        "A pod container holding the whole GPU: through the device plugin (resource nvidia.com/gpu, attribution device-plugin) or a ResourceClaim (resource = the DRA driver, gpu.nvidia.com; claim and claim_namespace set; attribution dra-device-name or dra-cdi: how the DRA device was resolved, docs/pod-attribution.md).",
+        "kubelet PodResources v1 List (devices; dynamic_resources resolved by device minor number)",
     ),
     # --- MIG slices (GPU instances) -----------------------------------------------------------
     _m(
@@ -246,9 +252,9 @@ METRICS: tuple[MetricSpec, ...] = (
         "mig_pod_info",
         "info",
         "",
-        (*MIG_LABELS, "namespace", "pod", "container", "resource"),
-        "A pod container holding the MIG slice (resource nvidia.com/mig-<profile> or nvidia.com/gpu under the single strategy).",
-        "kubelet PodResources v1 List",
+        (*MIG_LABELS, "namespace", "pod", "container", "resource", *HOLDER_LABELS),
+        "A pod container holding the MIG slice: through the device plugin (resource nvidia.com/mig-<profile>, or nvidia.com/gpu under the single strategy; attribution device-plugin) or a ResourceClaim (resource = the DRA driver, gpu.nvidia.com; claim and claim_namespace set; attribution dra-device-name or dra-cdi: how the DRA device was resolved to the GPU instance, docs/pod-attribution.md).",
+        "kubelet PodResources v1 List (devices by MIG UUID; dynamic_resources by GPU minor, GI profile id and placement start)",
     ),
     _m(
         "mig_graphics_active_ratio",

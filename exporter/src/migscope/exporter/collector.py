@@ -69,6 +69,30 @@ class Owner(Protocol):
 
 OwnerMap = Mapping[str, Sequence[Owner]]
 
+DraMerge = Callable[[Snapshot | None, OwnerMap], OwnerMap]
+"""Adds the owners of devices held through DRA, resolved against the snapshot being rendered,
+to the device-plugin owners (:class:`migscope.exporter.attribution.DraResolver`)."""
+
+
+def _holder(owner: Owner) -> tuple[str, ...]:
+    """The label values of a ``*_pod_info`` series after the device's, for one owner.
+
+    Device-plugin owners have no claim; DRA owners (:class:`~migscope.exporter.attribution.
+    DraOwner`) carry theirs and say how they were attributed.
+    """
+    claim = getattr(owner, "claim", "")
+    claim_namespace = getattr(owner, "claim_namespace", "")
+    how = getattr(owner, "attribution", "device-plugin")
+    return (
+        owner.namespace,
+        owner.pod,
+        owner.container,
+        owner.resource_name,
+        str(claim),
+        str(claim_namespace),
+        str(how),
+    )
+
 
 def _escape(value: str) -> str:
     """A label value escaped for the text format (backslash, double quote, newline)."""
@@ -204,6 +228,9 @@ class SnapshotCollector:
         statuses: Returns extra collector statuses (the pod-attribution watcher's).
         backend: ``nvml``, ``dcgm`` or ``sim``, for the build-info series.
         version: migscope's version.
+        dra: Adds the owners of DRA-held devices, resolved against the snapshot being
+            rendered (so a slice and its holder always come from the same cycle); None
+            without DRA attribution.
         dcgm: Also emit dcgm-exporter's series for the fields migscope measures, as
             dcgm-exporter writes them (``--dcgm-compat``), so that dashboards and alerts built
             on them keep working; None for migscope's own series only.
@@ -218,7 +245,9 @@ class SnapshotCollector:
         backend: str,
         version: str,
         dcgm: DcgmExposition | None = None,
+        dra: DraMerge | None = None,
     ) -> None:
+        self._dra = dra
         self._snapshot = snapshot
         self._owners = owners
         self._statuses = statuses
@@ -253,6 +282,8 @@ class SnapshotCollector:
         out.add("exporter_build_info", _NO_IDS, build, 1)
         snap = self._snapshot()
         owners = self._owners()
+        if self._dra is not None:
+            owners = self._dra(snap, owners)
         for status in [*(snap.collectors if snap else ()), *self._statuses()]:
             ids = _Ids(("collector",), (status.name,))
             out.add("collector_success", ids, (), 1.0 if status.success else 0.0)
@@ -294,8 +325,7 @@ class SnapshotCollector:
             for profile in gpu.mig_profiles:
                 out.add("gpu_mig_profile_info", table_ids, _profile_labels(profile), 1)
         for owner in owners.get(gpu.uuid, ()):
-            holder = (owner.namespace, owner.pod, owner.container, owner.resource_name)
-            out.add("gpu_pod_info", ids, holder, 1)
+            out.add("gpu_pod_info", ids, _holder(owner), 1)
         for inst in gpu.instances:
             self._slice(out, gpu, inst, owners)
 
@@ -312,8 +342,7 @@ class SnapshotCollector:
         )
         out.add("mig_info", ids, info, 1)
         for owner in owners.get(inst.mig_uuid, ()):
-            holder = (owner.namespace, owner.pod, owner.container, owner.resource_name)
-            out.add("mig_pod_info", ids, holder, 1)
+            out.add("mig_pod_info", ids, _holder(owner), 1)
         activity = inst.activity or Activity()
         for attr, suffix in _ACTIVITY_METRICS:
             _maybe(out, f"mig_{suffix}", ids, getattr(activity, attr))

@@ -131,7 +131,9 @@ class GpuReading:
     ``mig_profiles`` is the GPU's own GPU-instance profile table (MIG-capable GPUs, whatever
     their MIG mode: NVML answers it with MIG disabled too); empty where it is unknown.
     ``memory_reserved_bytes`` is the driver's reserved framebuffer (``nvmlMemory_v2_t.reserved``),
-    as on :class:`MigReading`.
+    as on :class:`MigReading`. ``minor`` is the ``/dev/nvidia<minor>`` number
+    (``nvmlDeviceGetMinorNumber``), by which NVIDIA's DRA driver names GPUs; None where the
+    backend does not read it.
     """
 
     index: int
@@ -151,6 +153,7 @@ class GpuReading:
     instances: tuple[MigReading, ...] = ()
     mig_profiles: tuple[MigProfileInfo, ...] = ()
     memory_reserved_bytes: int | None = None
+    minor: int | None = None
 
     @property
     def compute_slices_free(self) -> int | None:

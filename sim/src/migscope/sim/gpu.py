@@ -21,8 +21,9 @@ Memory model (v2 semantics: ``used`` excludes ``reserved``):
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from migscope.core.catalogue import GiProfile, GpuModel
 from migscope.sim.ids import derive_seed, gi_id_for, mig_uuid, stable_unit
@@ -118,19 +119,45 @@ class SimInstance:
         self.pids = tuple(base + k for k in range(workload.processes))
         self.segment: Segment | None = None
         self.begin_counters: tuple[float, ...] = _ZERO
+        self.end = math.inf
+        self.stale_error = 0
 
     def attach(self, segment: Segment) -> None:
-        """Join ``segment``; remember the counters at its start (they recur in every sum)."""
-        self.segment = segment
-        self.begin_counters = self.counters(segment.begin)
+        """Join ``segment``; the first one is its birth: remember the counters then.
+
+        An instance that outlives a change of its GPU's layout (another GI created or
+        destroyed beside it, as the DRA driver does per claim) joins the next segment too,
+        keeping its identity; ``segment`` stays the one it was born in.
+        """
+        if self.segment is None:
+            self.segment = segment
+            self.begin_counters = self.counters(segment.begin)
+            segment.bases[id(self)] = self.begin_counters
+        else:
+            segment.bases[id(self)] = self.counters(segment.begin)
+
+    @property
+    def dra_device_name(self) -> str:
+        """The name NVIDIA's DRA driver (v25.12.0+) gives this GI: ``ToCanonicalName``.
+
+        ``gpu-<minor>-mig-<profile, dots removed, RFC 1123>-<GI profile id>-<start>``, the
+        start in NVML's units (docs/dra-sources.md §4).
+        """
+        pname = re.sub(r"[^a-z0-9-.]", "-", self.profile.name.replace(".", "").lower())
+        pname = pname.strip("-").rstrip(".")
+        pid = self.profile.nvml_id
+        if pid is None:  # as migscope.sim.nvml_mig.profile_id answers
+            pid = 100 + self.profile.nvml_index
+        start, _ = self.gpu.model.nvml_span(self.start, self.profile.memory_slices)
+        return f"gpu-{self.gpu.minor}-mig-{pname}-{pid}-{start}"
 
     def __repr__(self) -> str:
         return f"SimInstance({self.profile.name}@{self.start}, gi={self.gi_id}, {self.uuid})"
 
     def alive(self, t: float) -> bool:
-        """Whether the instance exists at ``t`` (its layout segment covers ``t``)."""
+        """Whether the instance exists at ``t`` (from its birth until destroyed or replaced)."""
         seg = self.segment
-        return seg is not None and seg.begin <= t < seg.end
+        return seg is not None and seg.begin <= t < self.end
 
     def memory(self, t: float) -> MemoryReading:
         """The instance's framebuffer at ``t``."""
@@ -154,7 +181,9 @@ class Segment:
     """The instances of one layout, in force over ``[begin, end)``.
 
     ``stale_error`` is the NVML return code that calls on this segment's MIG handles get
-    after ``end`` (set by the re-partition that ends it).
+    after ``end`` (set by the re-partition that ends it). ``bases`` holds each instance's
+    activity counters at ``begin`` (by ``id``), so sums over segments telescope for an
+    instance that lives through several.
     """
 
     begin: float
@@ -162,6 +191,7 @@ class Segment:
     generation: int
     end: float = math.inf
     stale_error: int = 0
+    bases: dict[int, tuple[float, ...]] = field(default_factory=dict)
 
 
 class SimGpu:
@@ -181,6 +211,8 @@ class SimGpu:
         owner: The pod holding the whole GPU when MIG is disabled.
         name: NVML device name; the catalogue's first (current drivers') name by default.
         pci_device_id: Packed PCI id (``0x233510DE``); the model's first by default.
+        minor: ``/dev/nvidia<minor>`` number (``nvmlDeviceGetMinorNumber``); the index by
+            default. Tests set another to tell minor from index apart.
     """
 
     def __init__(
@@ -199,9 +231,11 @@ class SimGpu:
         owner: PodOwner | None = None,
         name: str | None = None,
         pci_device_id: int | None = None,
+        minor: int | None = None,
     ) -> None:
         self.node = node
         self.index = index
+        self.minor = index if minor is None else minor
         self.model = model
         self.uuid = uuid
         self.pci_bus_id = pci_bus_id
@@ -253,10 +287,41 @@ class SimGpu:
                 f"layout change at {at:g}s must come after the previous one ({last.begin:g}s)"
             )
         last.end, last.stale_error = at, stale_error
+        for gone in set(last.instances) - set(instances):
+            gone.end, gone.stale_error = at, stale_error
         nxt = Segment(at, tuple(sorted(instances, key=lambda i: i.gi_id)), len(self.segments))
         for inst in nxt.instances:
             inst.attach(nxt)
         self.segments.append(nxt)
+
+    def add_instance(self, at: float, instance: SimInstance) -> None:
+        """Create one GPU instance at ``at``, beside the others (DynamicMIG's prepare).
+
+        The other instances keep their GI ids, UUIDs and handles, as they do on a real GPU
+        when ``nvmlDeviceCreateGpuInstanceWithPlacement`` adds one.
+
+        Raises:
+            ValueError: as :meth:`schedule_layout`, or a GI already at that placement.
+        """
+        current = self.segments[-1].instances
+        if any(i.gi_id == instance.gi_id for i in current):
+            raise ValueError(f"GPU {self.index} already has GPU instance {instance.gi_id}")
+        self.schedule_layout(at, (*current, instance), 0)
+
+    def remove_instance(self, at: float, gi_id: int, stale_error: int) -> SimInstance:
+        """Destroy GPU instance ``gi_id`` at ``at`` (DynamicMIG's unprepare); others stay.
+
+        Calls on its handles get ``stale_error`` from then on.
+
+        Raises:
+            ValueError: no such GPU instance, or as :meth:`schedule_layout`.
+        """
+        current = self.segments[-1].instances
+        gone = next((i for i in current if i.gi_id == gi_id), None)
+        if gone is None:
+            raise ValueError(f"GPU {self.index} has no GPU instance {gi_id}")
+        self.schedule_layout(at, tuple(i for i in current if i is not gone), stale_error)
+        return gone
 
     def segment_at(self, t: float) -> Segment:
         """The layout in force at ``t``."""
@@ -297,7 +362,8 @@ class SimGpu:
                 break
             upto = min(t, seg.end)
             for inst in seg.instances:
-                now, then, w = inst.counters(upto), inst.begin_counters, inst.weight
+                now, w = inst.counters(upto), inst.weight
+                then = seg.bases.get(id(inst), inst.begin_counters)
                 for k in range(len(total)):
                     total[k] += w * (now[k] - then[k])
         return tuple(total)
@@ -314,7 +380,8 @@ class SimGpu:
                 break
             upto = min(t, seg.end)
             for inst in seg.instances:
-                total += inst.weight * (inst.workload.cumulative(upto) - inst.begin_counters[0])
+                base = seg.bases.get(id(inst), inst.begin_counters)[0]
+                total += inst.weight * (inst.workload.cumulative(upto) - base)
         return total
 
     def mean_activity(self, t: float, window: float) -> float:

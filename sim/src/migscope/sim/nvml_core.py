@@ -182,9 +182,7 @@ class NvmlCore:
         if gpu.is_lost(t):
             fail(pynvml.NVML_ERROR_GPU_IS_LOST)
         if inst is not None and not inst.alive(t):
-            segment = inst.segment
-            code = segment.stale_error if segment is not None else 0
-            fail(code or pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            fail(inst.stale_error or pynvml.NVML_ERROR_INVALID_ARGUMENT)
 
     def _device(self, handle: Any, t: float) -> tuple[SimGpu, SimInstance | None]:
         """The GPU (and MIG instance) a device handle stands for.

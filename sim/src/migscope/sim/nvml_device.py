@@ -163,8 +163,8 @@ class DeviceApi(NvmlCore):
 
     @nvml_api
     def nvmlDeviceGetMinorNumber(self, handle: Any) -> int:
-        """``/dev/nvidiaN`` minor number (= index here); NOT_SUPPORTED on MIG devices."""
-        return self._board(handle).index
+        """``/dev/nvidiaN`` minor number (the index unless a test set another)."""
+        return self._board(handle).minor
 
     @nvml_api
     def nvmlDeviceGetPciInfo(self, handle: Any) -> Any:

@@ -68,6 +68,75 @@ class SimNode:
         when = self.nvml.clock.elapsed() if t is None else t
         return [inst for gpu in self.gpus for inst in gpu.instances_at(when)]
 
+    def create_instance(
+        self,
+        gpu: int,
+        profile: str,
+        *,
+        start: int | None = None,
+        workload: Mapping[str, Any] | None = None,
+        at: float | None = None,
+    ) -> SimInstance:
+        """Create one GPU instance on GPU ``gpu`` at ``at`` (default: now), beside the others.
+
+        What NVIDIA's DRA driver does per claim under DynamicMIG (``NodePrepareResources``
+        creates a GI and its CI at the allocated placement): the other instances keep their
+        GI ids, UUIDs and handles; enumeration shows the new one from ``at``. It has no
+        device-plugin owner: a pod holds it through a claim, which the kubelet fake serves
+        (its name: :attr:`SimInstance.dra_device_name`).
+
+        Args:
+            gpu: NVML index of a MIG-enabled GPU.
+            profile: Profile name (``1g.18gb``).
+            start: Placement start in memory slices; the first free one by default.
+            workload: Workload spec as in a scenario (idle by default).
+            at: Seconds of simulated time; after the GPU's last layout change.
+
+        Raises:
+            ValueError: no such GPU, MIG disabled, the profile does not fit there, or ``at``
+                is out of order.
+        """
+        target = self._gpu(gpu)
+        when = self.nvml.clock.elapsed() if at is None else at
+        current = target.segment_at(when).instances if target.mig_enabled else ()
+        specs: list[dict[str, Any]] = [
+            {"profile": i.profile.name, "start": i.start} for i in current
+        ]
+        new: dict[str, Any] = {"profile": profile, "start": start}
+        if workload is not None:
+            new["workload"] = dict(workload)
+        try:
+            built = build_instances(target, [*specs, new], target.next_generation())
+        except ScenarioError as exc:
+            raise ValueError(str(exc)) from exc
+        instance = built[-1]
+        target.add_instance(when, instance)
+        return instance
+
+    def destroy_instance(
+        self,
+        gpu: int,
+        gi_id: int,
+        *,
+        at: float | None = None,
+        stale_error: int | str = "INVALID_ARGUMENT",
+    ) -> SimInstance:
+        """Destroy GPU instance ``gi_id`` of GPU ``gpu`` at ``at`` (DynamicMIG's unprepare).
+
+        Calls on its MIG device and GPU-instance handles fail with ``stale_error`` from then
+        on; its UUID is unknown to ``nvmlDeviceGetHandleByUUID``. The others stay.
+
+        Raises:
+            ValueError: no such GPU or GPU instance, or ``at`` out of order.
+        """
+        when = self.nvml.clock.elapsed() if at is None else at
+        return self._gpu(gpu).remove_instance(when, gi_id, error_code(stale_error))
+
+    def _gpu(self, index: int) -> SimGpu:
+        if not 0 <= index < len(self.gpus):
+            raise ValueError(f"node {self.name} has no GPU {index} (it has {len(self.gpus)})")
+        return self.gpus[index]
+
     def pod_assignments(self, t: float | None = None) -> list[PodAssignment]:
         """Devices held by pods at ``t`` (default: now); a re-partition changes them."""
         when = self.nvml.clock.elapsed() if t is None else t

@@ -1,0 +1,226 @@
+r"""Devices a pod holds through Dynamic Resource Allocation, as the kubelet lists them.
+
+Since Kubernetes 1.34 (GA and locked in 1.36) the kubelet's PodResources ``List`` reports the
+devices of a container's ResourceClaims in ``dynamic_resources``: per claim its name and
+namespace, and per allocated device ``driver_name``, ``pool_name``, ``device_name`` and the
+CDI device ids the driver prepared. There is no device UUID: a consumer resolves the device
+itself (docs/dra-sources.md §3). For NVIDIA's driver (``gpu.nvidia.com``) the device name
+encodes where the device is, which is all the exporter needs (:func:`parse_device_name`):
+
+* ``gpu-<minor>``: a whole GPU, by its ``/dev/nvidia<minor>`` minor number;
+* ``gpu-<minor>-mig-<profile>-<GI profile id>-<placement start>`` (driver v25.12.0 and later,
+  static MIG and DynamicMIG alike: ``ToCanonicalName``), where ``<profile>`` is the profile
+  name with its dots removed and made RFC 1123 (``1g.12gb`` -> ``1g12gb``,
+  ``1g.10gb+me`` -> ``1g10gb-me``);
+* ``gpu-<minor>-mig-<GI profile id>-<placement start>-<placement size>`` (v25.3 to v25.8,
+  static MIG), e.g. ``gpu-1-mig-19-4-1``.
+
+The two MIG forms have the same number of dash-separated parts, and the driver's own regex
+(``^gpu-(\d+)-mig-(.+)-(\d+)-(\d+)$``) reads the older one as a profile called ``19``. The
+form is decided here by the middle part instead: a profile name always contains a letter
+(``1g12gb``), a GI profile id never does.
+
+NVIDIA's CDI device ids are ``k8s.gpu.nvidia.com/claim=<claim UID>-<device name>``
+(:func:`parse_cdi_device`): when ``device_name`` is empty or does not parse, the name is
+taken from there.
+
+Everything here is pure (no I/O, no gRPC: the collector imports it). What one answer may
+cost is capped as the device-plugin map is: at most ``MAX_HOLDERS`` holders are kept, the
+first in sorted order.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # the module itself stays free of protobuf and gRPC (runtime imports it)
+    from migscope.exporter.podresources import api_pb2
+
+__all__ = [
+    "MAX_HOLDERS",
+    "NVIDIA_DRIVER",
+    "DeviceName",
+    "DraHolder",
+    "DraHolders",
+    "collect_dra_holders",
+    "parse_cdi_device",
+    "parse_device_name",
+]
+
+#: NVIDIA's DRA driver name (kubernetes-sigs/dra-driver-nvidia-gpu, DeviceClasses
+#: ``gpu.nvidia.com`` and ``mig.nvidia.com``; every device's driver is ``gpu.nvidia.com``).
+NVIDIA_DRIVER = "gpu.nvidia.com"
+
+#: DRA holders one answer may attribute: (container, device) pairs. A node has at most a few
+#: dozen devices; a device is held by one claim, which a few containers may share.
+MAX_HOLDERS = 1024
+
+_WHOLE = re.compile(r"^gpu-(?P<minor>\d+)$")
+_MIG = re.compile(r"^gpu-(?P<minor>\d+)-mig-(?P<middle>.+)-(?P<a>\d+)-(?P<b>\d+)$")
+_LEGACY_ID = re.compile(r"^\d+$")
+# What toRFC1123Compliant leaves of a profile name without dots: lower-case letters, digits
+# and inner dashes, and at least one letter (a profile name has its "g" and "gb").
+_PNAME = re.compile(r"^(?=[a-z0-9-]*[a-z])[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_CDI = re.compile(
+    r"^k8s\.gpu\.nvidia\.com/claim="
+    r"(?P<uid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"-(?P<device>.+)$"
+)
+
+
+@dataclass(frozen=True)
+class DeviceName:
+    """A ``gpu.nvidia.com`` device name taken apart.
+
+    Attributes:
+        kind: ``"gpu"`` (a whole GPU) or ``"mig"`` (a GPU instance).
+        form: ``"gpu"``, ``"canonical"`` (v25.12.0+) or ``"legacy"`` (v25.3-v25.8).
+        minor: The parent GPU's device minor (``nvmlDeviceGetMinorNumber``), not its index.
+        profile_id: NVML GI profile id (``nvidia-smi mig -lgip``'s ID); None for a GPU.
+        placement_start: GI placement start in NVML's units (``nvmlGpuInstanceGetInfo``'s
+            ``placement.start``); None for a GPU.
+        profile: The name's profile part (``1g12gb``), canonical form only.
+        placement_size: The placement size, legacy form only.
+    """
+
+    kind: Literal["gpu", "mig"]
+    form: Literal["gpu", "canonical", "legacy"]
+    minor: int
+    profile_id: int | None = None
+    placement_start: int | None = None
+    profile: str | None = None
+    placement_size: int | None = None
+
+
+def parse_device_name(name: str) -> DeviceName | None:
+    """Read a ``gpu.nvidia.com`` device name; None when it is in no form the driver emits.
+
+    None for the names NVIDIA's docs illustrate but no driver emits (``gpu-0-mig-1g.5gb-0``:
+    dots are not allowed in a DRA device name), for development-era names
+    (``gpu-0-mig-1g24gb-0``), VFIO devices (``gpu-vfio-0``) and anything else.
+    """
+    whole = _WHOLE.match(name)
+    if whole:
+        return DeviceName("gpu", "gpu", int(whole.group("minor")))
+    mig = _MIG.match(name)
+    if not mig:
+        return None
+    minor, middle = int(mig.group("minor")), mig.group("middle")
+    a, b = int(mig.group("a")), int(mig.group("b"))
+    if _LEGACY_ID.match(middle):  # gpu-<minor>-mig-<id>-<start>-<size>
+        return DeviceName("mig", "legacy", minor, int(middle), a, placement_size=b)
+    if _PNAME.match(middle):
+        return DeviceName("mig", "canonical", minor, a, b, profile=middle)
+    return None
+
+
+def parse_cdi_device(cdi: str) -> tuple[str, str] | None:
+    """``(claim UID, device name)`` of one of NVIDIA's CDI device ids; None for others."""
+    match = _CDI.match(cdi.strip())
+    return None if match is None else (match.group("uid"), match.group("device"))
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class DraHolder:
+    """One container holding one device through a ResourceClaim.
+
+    Ordered so that holders sort into a stable order whatever the kubelet's.
+
+    Attributes:
+        namespace, pod, container: The container.
+        claim: The ResourceClaim's name (``claim_name``).
+        claim_namespace: Its namespace (the pod's).
+        driver: ``driver_name`` (``gpu.nvidia.com``).
+        pool: ``pool_name`` (NVIDIA's driver names the pool after the node).
+        device: ``device_name``.
+        cdi_devices: The claim resource's CDI device ids, sorted.
+    """
+
+    namespace: str
+    pod: str
+    container: str
+    claim: str
+    claim_namespace: str
+    driver: str
+    pool: str
+    device: str
+    cdi_devices: tuple[str, ...] = ()
+
+    def parsed(self) -> tuple[DeviceName | None, Literal["dra-device-name", "dra-cdi"]]:
+        """The device's name taken apart, and where it was read from.
+
+        ``device_name`` first; when it is empty or does not parse, the device name inside a
+        CDI id of this claim resource (a name the driver put there itself).
+        """
+        name = parse_device_name(self.device)
+        if name is not None:
+            return name, "dra-device-name"
+        for cdi in self.cdi_devices:
+            found = parse_cdi_device(cdi)
+            if found is None:
+                continue
+            from_cdi = parse_device_name(found[1])
+            if from_cdi is not None and (not self.device or found[1].endswith(self.device)):
+                return from_cdi, "dra-cdi"
+        return None, "dra-device-name"
+
+
+@dataclass(frozen=True)
+class DraHolders:
+    """The DRA holders of one answer, sorted, and whether the cap cut some."""
+
+    holders: tuple[DraHolder, ...] = ()
+    cut: bool = False
+
+
+def collect_dra_holders(
+    pods: Iterable[api_pb2.PodResources],
+    *,
+    drivers: Iterable[str] = (NVIDIA_DRIVER,),
+    max_holders: int = MAX_HOLDERS,
+) -> DraHolders:
+    """Every (container, device) a ResourceClaim of ``drivers`` gives, within the cap.
+
+    Args:
+        pods: ``ListPodResourcesResponse.pod_resources``.
+        drivers: DRA driver names to keep.
+        max_holders: Holders kept: the first in sorted order, whatever the kubelet's order.
+
+    Raises:
+        ValueError: A cap below 1.
+    """
+    if max_holders < 1:
+        raise ValueError(f"max_holders must be >= 1, got {max_holders}")
+    wanted = frozenset(drivers)
+    found: set[DraHolder] = set()
+    cut = False
+    for pod in pods:
+        for container in pod.containers:
+            for claim in container.dynamic_resources:
+                for res in claim.claim_resources:
+                    if res.driver_name not in wanted:
+                        continue
+                    found.add(
+                        DraHolder(
+                            namespace=sys.intern(pod.namespace),
+                            pod=pod.name,
+                            container=sys.intern(container.name),
+                            claim=claim.claim_name,
+                            claim_namespace=sys.intern(claim.claim_namespace),
+                            driver=sys.intern(res.driver_name),
+                            pool=sys.intern(res.pool_name),
+                            device=res.device_name,
+                            cdi_devices=tuple(sorted(c.name for c in res.cdi_devices)),
+                        )
+                    )
+                    if len(found) > 2 * max_holders:
+                        found = set(sorted(found)[:max_holders])
+                        cut = True
+    kept = sorted(found)
+    if len(kept) > max_holders:
+        kept, cut = kept[:max_holders], True
+    return DraHolders(tuple(kept), cut)
