@@ -44,6 +44,7 @@ __all__ = [
     "MAX_HOLDERS",
     "NVIDIA_DRIVER",
     "DeviceName",
+    "DraCollector",
     "DraHolder",
     "DraHolders",
     "collect_dra_holders",
@@ -177,6 +178,60 @@ class DraHolders:
     cut: bool = False
 
 
+class DraCollector:
+    """Collects DRA holders pod by pod (the watcher decodes one pod at a time), within a cap.
+
+    Args:
+        drivers: DRA driver names to keep.
+        max_holders: Holders kept: the first in sorted order, whatever the kubelet's order.
+
+    Raises:
+        ValueError: A cap below 1.
+    """
+
+    def __init__(
+        self, *, drivers: Iterable[str] = (NVIDIA_DRIVER,), max_holders: int = MAX_HOLDERS
+    ) -> None:
+        if max_holders < 1:
+            raise ValueError(f"max_holders must be >= 1, got {max_holders}")
+        self._wanted = frozenset(drivers)
+        self._max = max_holders
+        self._found: set[DraHolder] = set()
+        self._cut = False
+
+    def add(self, pod: api_pb2.PodResources) -> None:
+        """Take the holders of one pod."""
+        for container in pod.containers:
+            for claim in container.dynamic_resources:
+                for res in claim.claim_resources:
+                    if res.driver_name not in self._wanted:
+                        continue
+                    self._found.add(
+                        DraHolder(
+                            namespace=sys.intern(pod.namespace),
+                            pod=pod.name,
+                            container=sys.intern(container.name),
+                            claim=claim.claim_name,
+                            claim_namespace=sys.intern(claim.claim_namespace),
+                            driver=sys.intern(res.driver_name),
+                            pool=sys.intern(res.pool_name),
+                            device=res.device_name,
+                            cdi_devices=tuple(sorted(c.name for c in res.cdi_devices)),
+                        )
+                    )
+                    if len(self._found) > 2 * self._max:
+                        self._found = set(sorted(self._found)[: self._max])
+                        self._cut = True
+
+    def result(self) -> DraHolders:
+        """The holders taken, sorted, and whether the cap cut some."""
+        kept = sorted(self._found)
+        cut = self._cut
+        if len(kept) > self._max:
+            kept, cut = kept[: self._max], True
+        return DraHolders(tuple(kept), cut)
+
+
 def collect_dra_holders(
     pods: Iterable[api_pb2.PodResources],
     *,
@@ -193,34 +248,7 @@ def collect_dra_holders(
     Raises:
         ValueError: A cap below 1.
     """
-    if max_holders < 1:
-        raise ValueError(f"max_holders must be >= 1, got {max_holders}")
-    wanted = frozenset(drivers)
-    found: set[DraHolder] = set()
-    cut = False
+    collector = DraCollector(drivers=drivers, max_holders=max_holders)
     for pod in pods:
-        for container in pod.containers:
-            for claim in container.dynamic_resources:
-                for res in claim.claim_resources:
-                    if res.driver_name not in wanted:
-                        continue
-                    found.add(
-                        DraHolder(
-                            namespace=sys.intern(pod.namespace),
-                            pod=pod.name,
-                            container=sys.intern(container.name),
-                            claim=claim.claim_name,
-                            claim_namespace=sys.intern(claim.claim_namespace),
-                            driver=sys.intern(res.driver_name),
-                            pool=sys.intern(res.pool_name),
-                            device=res.device_name,
-                            cdi_devices=tuple(sorted(c.name for c in res.cdi_devices)),
-                        )
-                    )
-                    if len(found) > 2 * max_holders:
-                        found = set(sorted(found)[:max_holders])
-                        cut = True
-    kept = sorted(found)
-    if len(kept) > max_holders:
-        kept, cut = kept[:max_holders], True
-    return DraHolders(tuple(kept), cut)
+        collector.add(pod)
+    return collector.result()
