@@ -135,6 +135,10 @@ class NvmlBackend:
                 self._enumerate(errors)
             for message in self._broken.values():
                 errors.note("nvml", message)
+            for gpu in self._gpus:
+                # Before any reading's error: the missing privilege is the line to log.
+                if gpu.privilege_error is not None:
+                    errors.note("nvml", f"GPU {gpu.index}: {gpu.privilege_error}")
             readings = []
             for gpu in list(self._gpus):
                 reading = self._read_gpu_retrying(gpu, errors, with_energy=with_energy)

@@ -16,6 +16,7 @@ __all__ = [
     "GPU_IS_LOST",
     "INVALID_ARGUMENT",
     "NOT_FOUND",
+    "NO_PERMISSION",
     "SESSION_GONE",
     "STALE_HANDLE",
     "GpuLost",
@@ -28,14 +29,15 @@ __all__ = [
 _UNINITIALIZED = 1
 INVALID_ARGUMENT = 2
 _NOT_SUPPORTED = 3
-_NO_PERMISSION = 4
+NO_PERMISSION = 4
 NOT_FOUND = 6
 _DRIVER_NOT_LOADED = 9
 _LIBRARY_NOT_FOUND = 12
 _FUNCTION_NOT_FOUND = 13
 GPU_IS_LOST = 15
-ABSENT = (_NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND)
-"""Codes that mean "no such value here", not "something is wrong"."""
+ABSENT = (_NOT_SUPPORTED, NO_PERMISSION, _FUNCTION_NOT_FOUND)
+"""Codes that mean "no such value here", not "something is wrong" (NO_PERMISSION on a
+GPU-instance query is also recorded: :mod:`.privileges`)."""
 STALE_HANDLE = (NOT_FOUND, INVALID_ARGUMENT)
 """Codes of a call on a MIG handle that mean the handle no longer names a MIG device."""
 SESSION_GONE = (_UNINITIALIZED, _DRIVER_NOT_LOADED, _LIBRARY_NOT_FOUND)

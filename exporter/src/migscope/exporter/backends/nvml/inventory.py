@@ -7,11 +7,14 @@ stale. Rebuilding keeps what must survive it: the GPM samples of slices that rem
 id and MIG UUID), the last energy reading of each GPU and its profile table (read once per GPU
 and session, again when its MIG mode or layout changed: :mod:`.profiles`). A slice's profile
 and placement come from the GI info (privileged) or else from the MIG device's name, readable
-without privileges.
+without privileges. On a MIG-enabled GPU every GPU-instance query NVML refuses with
+NO_PERMISSION is recorded (:attr:`NvmlGpu.privilege_error`), so that the backend can say which
+privilege the container lacks (:mod:`.privileges`).
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,16 +30,22 @@ from migscope.exporter.backends.base import GpuIdentity
 from migscope.exporter.backends.nvml.codes import (
     ABSENT,
     GPU_IS_LOST,
+    NO_PERMISSION,
     NOT_FOUND,
     SESSION_GONE,
     code_of,
     text,
 )
 from migscope.exporter.backends.nvml.gpm import GpmRing
+from migscope.exporter.backends.nvml.privileges import message as privilege_message
 from migscope.exporter.backends.nvml.profiles import read_profile_table
 from migscope.exporter.model import MigProfileInfo
 
 __all__ = ["Enumerator", "NvmlGpu", "NvmlSlice", "free_gpm"]
+
+_MAX_GPU_INSTANCES = 32
+"""Entries of the array handed to ``nvmlDeviceGetGpuInstances``: it must hold every instance
+of the profile (nvml.h), at most 7 on any MIG GPU so far."""
 
 
 @dataclass
@@ -68,6 +77,22 @@ class NvmlGpu(GpuIdentity):
     profiles: tuple[MigProfileInfo, ...] = ()
     profiles_error: str | None = None
     """Why the last read of the profile table failed (it is read again next enumeration)."""
+    profiles_refused: frozenset[str] = frozenset()
+    """NVML calls that said NO_PERMISSION while the profile table was read (kept with it)."""
+    slices_refused: frozenset[str] = frozenset()
+    """NVML calls that said NO_PERMISSION while this enumeration listed the GPU instances."""
+
+    @property
+    def privilege_error(self) -> str | None:
+        """Which privilege is missing (one line), on a MIG GPU whose GI queries NVML refused.
+
+        None otherwise. With MIG disabled a refused placement query only leaves the
+        placements unknown, which is not a fault.
+        """
+        refused = self.profiles_refused | self.slices_refused
+        if not self.mig_enabled or not refused:
+            return None
+        return privilege_message(refused)
 
 
 def free_gpm(gpu: NvmlGpu) -> None:
@@ -135,8 +160,17 @@ class Enumerator:
                 gpu.gpm, previous.gpm = previous.gpm, None
         if mig_mode is not None:  # a GPU that is not MIG-capable has no profile to ask for
             reuse = same_mode and not layout_changed
-            if previous is not None and reuse and previous.profiles_error is None:
+            # A MIG GPU whose table NVML partly refused is read again, so that privileges
+            # granted later (or a flaky refusal) clear the fault instead of latching it.
+            refused_before = previous is not None and mig_enabled and previous.profiles_refused
+            if (
+                previous is not None
+                and reuse
+                and previous.profiles_error is None
+                and not refused_before
+            ):
                 gpu.profiles = previous.profiles
+                gpu.profiles_refused = previous.profiles_refused
             else:
                 self._read_profiles(gpu, previous)
         if mig_enabled:
@@ -151,8 +185,10 @@ class Enumerator:
         The table is metadata: a failing read must not cost the GPU its readings, so only a
         lost GPU or session propagates; anything else is noted and read again next time.
         """
+        refused: set[str] = set()
         try:
-            gpu.profiles = read_profile_table(self._nvml, self._call, gpu.handle)
+            gpu.profiles = read_profile_table(self._nvml, self._call, gpu.handle, refused)
+            gpu.profiles_refused = frozenset(refused)
         except self._nvml.NVMLError as exc:
             if code_of(exc) in (GPU_IS_LOST, *SESSION_GONE):
                 raise
@@ -182,6 +218,7 @@ class Enumerator:
         nvml, call = self._nvml, self._call
         reuse = {(s.gi_id, s.uuid): s for s in previous.slices} if previous else {}
         slices: dict[int, NvmlSlice] = {}
+        refused: set[str] = set()
         for i in range(call(nvml.nvmlDeviceGetMaxMigDeviceCount, gpu.handle)):
             try:
                 mig = call(nvml.nvmlDeviceGetMigDeviceHandleByIndex, gpu.handle, i)
@@ -193,16 +230,50 @@ class Enumerator:
             if gi_id in slices:
                 continue  # a second compute instance of the same GPU instance
             uuid = text(call(nvml.nvmlDeviceGetUUID, mig))
-            s = self._describe_slice(gpu, gi_id, mig, uuid)
+            s = self._describe_slice(gpu, gi_id, mig, uuid, refused)
             kept = reuse.pop((gi_id, uuid), None)
             if kept is not None:
                 s.gpm, kept.gpm = kept.gpm, None
             slices[gi_id] = s
+        if not slices:
+            self._probe_instances(gpu, refused)
+        gpu.slices_refused = frozenset(refused)
         return sorted(
             slices.values(), key=lambda s: (s.start if s.start is not None else 99, s.gi_id)
         )
 
-    def _describe_slice(self, gpu: NvmlGpu, gi_id: int, mig: Any, uuid: str) -> NvmlSlice:
+    def _probe_instances(self, gpu: NvmlGpu, refused: set[str]) -> None:
+        """No MIG device on a MIG-enabled GPU: none exist, or NVML hides them from us.
+
+        A caller without the MIG monitor capability may see no MIG device at all (unverified
+        on a real node: docs/install.md#privileges), which looks like a GPU with no GPU
+        instances. ``nvmlDeviceGetGpuInstances`` (privileged, nvml.h) tells the two apart; it
+        is asked only here, so a GPU with slices costs no extra call.
+        """
+        if not gpu.profiles:
+            return  # no profile id to ask with; a failed table read is reported already
+        nvml = self._nvml
+        array = (nvml.c_nvmlGpuInstance_t * _MAX_GPU_INSTANCES)()
+        count = ctypes.c_uint(_MAX_GPU_INSTANCES)
+        try:
+            self._call(
+                nvml.nvmlDeviceGetGpuInstances,
+                gpu.handle,
+                gpu.profiles[0].profile_id,
+                array,
+                ctypes.byref(count),
+            )
+        except nvml.NVMLError as exc:
+            code = code_of(exc)
+            if code == NO_PERMISSION:
+                refused.add("nvmlDeviceGetGpuInstances")
+            elif code in (GPU_IS_LOST, *SESSION_GONE):
+                raise
+            # anything else: this probe only looks for NO_PERMISSION
+
+    def _describe_slice(
+        self, gpu: NvmlGpu, gi_id: int, mig: Any, uuid: str, refused: set[str]
+    ) -> NvmlSlice:
         """Profile and placement of a GI: from GI info (privileged) or the MIG device name."""
         nvml, call = self._nvml, self._call
         profile_id: int | None = None
@@ -224,7 +295,10 @@ class Enumerator:
                 profile = gpu.model.profile_by_nvml_id(profile_id)
                 start, size = _in_memory_slices(gpu.model, start, size)
         except nvml.NVMLError as exc:
-            if code_of(exc) not in (*ABSENT, NOT_FOUND):
+            code = code_of(exc)
+            if code == NO_PERMISSION:
+                refused.add("nvmlDeviceGetGpuInstanceById")
+            if code not in (*ABSENT, NOT_FOUND):
                 raise
         if profile is None:
             # "NVIDIA H200 MIG 3g.71gb" -> "3g.71gb": readable without privileges.

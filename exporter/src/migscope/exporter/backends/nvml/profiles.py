@@ -19,7 +19,8 @@ NVML semantics followed (H200, driver 580, MIG disabled; tests/fixtures/h200/):
 - ``nvmlDeviceGetGpuInstancePossiblePlacements`` (the C ``_v2``) writes *every* placement and
   sets ``count``, whatever ``count`` held (a real H200 wrote 7 with count 0 or 2): the array
   handed to it is always large enough for any GPU. It needs privileges: NO_PERMISSION leaves
-  the placements unknown (empty), not the profile.
+  the placements unknown (empty), not the profile, and is recorded in ``refused`` (the
+  enumeration reports it on MIG-enabled GPUs: :mod:`.privileges`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from collections.abc import Callable
 from typing import Any
 
 from migscope.core.catalogue import normalise_profile_name
-from migscope.exporter.backends.nvml.codes import ABSENT, INVALID_ARGUMENT, code_of, text
+from migscope.exporter.backends.nvml.codes import (
+    ABSENT,
+    INVALID_ARGUMENT,
+    NO_PERMISSION,
+    code_of,
+    text,
+)
 from migscope.exporter.model import MigProfileInfo
 
 __all__ = ["MAX_PLACEMENTS", "read_profile_table"]
@@ -43,7 +50,7 @@ _MAX_INDEX = 64
 
 
 def read_profile_table(
-    nvml: Any, call: Callable[..., Any], handle: Any
+    nvml: Any, call: Callable[..., Any], handle: Any, refused: set[str] | None = None
 ) -> tuple[MigProfileInfo, ...]:
     """Every GPU-instance profile ``handle``'s driver offers, in profile-index order.
 
@@ -51,6 +58,7 @@ def read_profile_table(
         nvml: The module-like NVML object.
         call: The backend's NVML call wrapper (it counts calls).
         handle: A physical GPU handle.
+        refused: Gets the name of every NVML call that answered NO_PERMISSION.
 
     Raises:
         NVMLError: anything but "this index does not exist here" (a lost GPU, a lost
@@ -65,13 +73,15 @@ def read_profile_table(
             code = code_of(exc)
             if code == INVALID_ARGUMENT and index >= known:
                 break  # past the driver's last index
+            if code == NO_PERMISSION and refused is not None:
+                refused.add("nvmlDeviceGetGpuInstanceProfileInfo")
             if code == INVALID_ARGUMENT or code in ABSENT:
                 continue  # an index this GPU (or driver) does not have
             raise
         profile_id = int(info.id)
         if profile_id in seen:
             continue  # two indices naming one profile: list it once
-        placements = _placements(nvml, call, handle, profile_id)
+        placements = _placements(nvml, call, handle, profile_id, refused)
         seen[profile_id] = MigProfileInfo(
             profile=normalise_profile_name(text(info.name)),
             profile_id=profile_id,
@@ -91,7 +101,7 @@ def read_profile_table(
 
 
 def _placements(
-    nvml: Any, call: Callable[..., Any], handle: Any, profile_id: int
+    nvml: Any, call: Callable[..., Any], handle: Any, profile_id: int, refused: set[str] | None
 ) -> list[tuple[int, int]]:
     """``(start, size)`` of every possible placement; empty when NVML will not say."""
     array = (nvml.c_nvmlGpuInstancePlacement_t * MAX_PLACEMENTS)()
@@ -105,7 +115,10 @@ def _placements(
             ctypes.byref(count),
         )
     except nvml.NVMLError as exc:
-        if code_of(exc) in (*ABSENT, INVALID_ARGUMENT):
+        code = code_of(exc)
+        if code == NO_PERMISSION and refused is not None:
+            refused.add("nvmlDeviceGetGpuInstancePossiblePlacements")
+        if code in (*ABSENT, INVALID_ARGUMENT):
             return []  # unprivileged, or a profile without placements on this driver
         raise
     found = min(int(count.value), MAX_PLACEMENTS)
