@@ -103,7 +103,10 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "podMonitor": {"enabled": True, "tlsConfig": {"insecureSkipVerify": True}},
         "serviceMonitor": {"enabled": False},
     },
-    "no-attribution": {"exporter": {"podAttribution": {"enabled": False}}},
+    # no pod attribution and no MIG monitor (a node without MIG): nothing needs root
+    "no-attribution": {
+        "exporter": {"podAttribution": {"enabled": False}, "migMonitor": {"enabled": False}}
+    },
     "server-access": {  # Mimir behind a gateway: tenant, headers, basic auth, private CA, mTLS
         "analyzer": {
             "prometheusUrl": "https://mimir.example/prometheus",
@@ -705,7 +708,9 @@ def test_exporter_daemonset_defaults() -> None:
     sc = c["securityContext"]
     assert sc["readOnlyRootFilesystem"] is True
     assert sc["allowPrivilegeEscalation"] is False
-    assert sc["capabilities"] == {"drop": ["ALL"]}
+    # SYS_ADMIN for NVML's GPU-instance queries (docs/install.md#privileges, which
+    # tests/deploy/test_helm_privileges.py holds the DaemonSet to)
+    assert sc["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
     assert not sc.get("privileged")
     priority = render({"exporter": {"priorityClassName": "system-node-critical"}})
     assert pod_spec(one(priority, "DaemonSet"))["priorityClassName"] == "system-node-critical"
@@ -725,10 +730,13 @@ def test_pod_resources_socket_is_mounted_read_only_and_only_then_root() -> None:
     assert mount["mountPath"] == "/var/lib/kubelet/pod-resources"
     assert "--pod-attribution" in c["args"]
     assert "--kubelet-socket=/var/lib/kubelet/pod-resources/kubelet.sock" in c["args"]
-    # root only because of the socket (docs/pod-attribution.md), and nothing more than root
+    # root because of the socket (docs/pod-attribution.md); without migMonitor nothing more
     sc = c["securityContext"]
     assert (sc["runAsUser"], sc["runAsNonRoot"]) == (0, False)
-    assert sc["capabilities"] == {"drop": ["ALL"]}
+    no_monitor = exporter_container(render({"exporter": {"migMonitor": {"enabled": False}}}))
+    no_sc = no_monitor["securityContext"]
+    assert (no_sc["runAsUser"], no_sc["runAsNonRoot"]) == (0, False)
+    assert no_sc["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_without_pod_attribution_the_exporter_runs_as_non_root_with_no_host_path() -> None:
@@ -1562,8 +1570,10 @@ def test_install_doc_uses_only_real_values() -> None:
     text = (ROOT / "docs" / "install.md").read_text()
     values = _values()
     rows = readme_rows()
-    # every line but the GPU Operator chart's commands (its --set keys are its own)
-    commands = [c for c in re.split(r"(?<!\\)\n", text) if "nvidia/gpu-operator" not in c]
+    # every line but the GPU Operator chart's commands (its --set keys are its own) and the
+    # ```console transcripts (the schema section shows Helm refusing a misspelt key)
+    instructions = re.sub(r"```console\n.*?```", "", text, flags=re.S)
+    commands = [c for c in re.split(r"(?<!\\)\n", instructions) if "nvidia/gpu-operator" not in c]
     keys = re.findall(r"--set(?:-string|-json)? ([A-Za-z0-9_.]+)=", "\n".join(commands))
     blocks = re.findall(r"```yaml\n# migscope chart values\n(.*?)```", text, re.S)
     assert keys
