@@ -1129,6 +1129,13 @@ def test_rendered_access_flags_send_the_tenant_and_headers(tmp_path: Path) -> No
         local = tmp_path / path.rsplit("/", 1)[1]
         local.write_text(text)
         argv = [a.replace(path, str(local)) for a in argv]
+    # The report volume, mounted at /reports in the pod, always exists there.
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    argv = [
+        f"--previous-reports={reports}" if a == "--previous-reports=/reports" else a for a in argv
+    ]
+    assert f"--previous-reports={reports}" in argv
     empty = Reply(200, '{"status": "success", "data": []}')  # a server without MIG series
     with FaultProxy(default=empty) as proxy:
         argv = [f"--prometheus={proxy.url}" if a.startswith("--prometheus=") else a for a in argv]
