@@ -8,6 +8,7 @@ Real components: the production runtime (backend, sampler, collector, HTTP serve
 from __future__ import annotations
 
 import http.client
+import logging
 import os
 import shutil
 import signal
@@ -165,6 +166,50 @@ def test_kubelet_trouble_marks_the_collector_and_keeps_serving(
     assert len(samples["migscope_mig_info"]) == 56, "GPU metrics keep flowing"
     assert len(samples["migscope_mig_pod_info"]) == 56, "the last good owners are kept"
     assert running.get("/healthz")[0] == 200
+
+
+def test_one_device_listed_by_100k_containers_keeps_the_exposition_small(
+    node_with_kubelet: tuple[Running, FakeKubelet], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="migscope.exporter.podresources.client")
+    running, kubelet = node_with_kubelet
+    watcher = running.exporter.watcher
+    assert watcher is not None
+    status, before = running.get("/metrics")
+    assert status == 200
+    snap = running.exporter.sampler.latest()
+    assert snap is not None
+    gpu = snap.gpus[0].uuid
+    # 1,000 pods x 100 containers (6.6 MiB on the wire), every one listing GPU 0.
+    crowd = [
+        make_pod(
+            f"p{p:04d}",
+            namespace="n",
+            containers={f"c{c:02d}": {"nvidia.com/gpu": [gpu]} for c in range(100)},
+        )
+        for p in range(1000)
+    ]
+    refreshes = watcher.status().refreshes
+    kubelet.set_pods([*kubelet.pods, *crowd])
+    assert watcher.wait_for_refreshes(refreshes + 2, timeout=120)
+    status, after = running.get("/metrics")
+    assert status == 200
+    assert len(after) < len(before) + 128 * 300, len(after)  # 15.7 MB without the cap
+    samples = [s for f in text_string_to_metric_families(after) for s in f.samples]
+    held = [
+        (s.labels["pod"], s.labels["container"])
+        for s in samples
+        if s.name == "migscope_gpu_pod_info" and s.labels["gpu_uuid"] == gpu
+    ]
+    assert held == [(f"p{i // 100:04d}", f"c{i % 100:02d}") for i in range(128)]  # the first
+    assert after.count("migscope_mig_pod_info{") == 56, "the slices' owners are all there"
+    success = {s.labels["collector"]: s.value for s in samples if s.name.endswith("_success")}
+    assert success["podresources"] == 0.0, "attribution is incomplete: say so"
+    notes = [
+        r.getMessage() for r in caplog.records if "over the exporter's limits" in r.getMessage()
+    ]
+    assert len(notes) == 1
+    assert gpu in notes[0]
 
 
 def test_200_concurrent_scrapes_all_answer_cleanly(

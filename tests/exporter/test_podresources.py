@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from migscope.exporter.podresources import (
     PodResourcesWatcher,
     api_pb2,
     build_owner_map,
+    collect_owners,
     list_pod_resources,
     parse_device_id,
 )
@@ -459,6 +461,108 @@ def test_default_stale_after_is_five_intervals(tmp_path: Path, clock: FakeClock)
     assert len(watcher.owners()) == 2
     clock.now += 0.2  # 10.1 s > 5 × 2 s
     assert watcher.owners() == {}
+
+
+# ------------------------------------------------------------------- what one answer may cost
+def replica_holders(count: int, device: str = GPU_0) -> list[api_pb2.PodResources]:
+    """``count`` pods, one container each, every one holding a replica of ``device``."""
+    return [
+        make_pod(
+            f"p{i:06d}", namespace="x", containers={"c": {"nvidia.com/gpu": [f"{device}::{i}"]}}
+        )
+        for i in range(count)
+    ]
+
+
+def test_a_device_held_by_more_containers_than_the_cap_keeps_the_first_128() -> None:
+    pods = replica_holders(1000)
+    random.Random(7).shuffle(pods)
+    owners = build_owner_map(pods)
+    assert [o.pod for o in owners[GPU_0]] == [f"p{i:06d}" for i in range(128)]
+    assert build_owner_map(reversed(pods)) == owners  # the same 128 whatever the order
+
+
+def test_an_answer_with_more_devices_than_the_cap_keeps_the_first_256() -> None:
+    ids = [f"GPU-8f2c9a1e-3b7d-4e6f-a1c2-{i:012x}" for i in range(1000)]
+    random.Random(7).shuffle(ids)
+    pods = [make_pod("hog", containers={"c": {"nvidia.com/gpu": ids}})]
+    owners = build_owner_map(pods)
+    assert list(owners) == sorted(ids)[:256]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_capped_owners_are_the_first_in_order_of_the_whole_answer(seed: int) -> None:
+    # Small caps, random answers: what is kept must be what sorting the whole answer and
+    # cutting it would keep (the first devices by ID, the first owners of each).
+    rng = random.Random(seed)
+    pods = []
+    for p in range(rng.randrange(1, 40)):
+        containers = {
+            f"c{c}": {"nvidia.com/gpu": [f"dev-{rng.randrange(12):02d}::{c}" for _ in range(3)]}
+            for c in range(rng.randrange(0, 4))
+        }
+        pods.append(make_pod(f"p{rng.randrange(30):02d}-{p}", containers=containers))
+    full = build_owner_map(pods, max_devices=10**6, max_owners=10**6)
+    cut = collect_owners(pods, max_devices=3, max_owners=2)
+    expected = {key: full[key][:2] for key in sorted(full)[:3]}
+    assert dict(cut.owners) == expected
+    assert cut.devices_cut == (len(full) > 3)
+    assert cut.crowded == tuple(key for key in expected if len(full[key]) > 2)
+
+
+def test_a_capped_answer_is_noted_once_and_the_note_clears(
+    kubelet: FakeKubelet, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    watcher = PodResourcesWatcher(kubelet.socket_path, timeout=WAIT)
+    kubelet.set_pods([*pods_v1(), *replica_holders(200, GPU_1)])
+    for _ in range(3):
+        status = watcher.refresh()
+        assert status.ok  # the map is fresh, only incomplete
+        assert status.truncated is not None
+        assert f"1 device held by more than 128 containers ({GPU_1})" in status.truncated
+        assert len(watcher.owners()[GPU_1]) == 128
+        assert watcher.owners()[MIG_A] == (
+            owner("ml", "train-0", "main", "nvidia.com/mig-3g.71gb"),
+        )
+    kubelet.set_pods(pods_v1())
+    assert watcher.refresh().truncated is None
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    noted = [line for line in lines if "over the exporter's limits" in line]
+    assert len(noted) == 1, lines
+    assert GPU_1 in noted[0]
+    assert sum("within the exporter's limits again" in line for line in lines) == 1
+
+
+def test_an_answer_over_the_size_cap_is_refused_in_one_line_and_attribution_recovers(
+    kubelet: FakeKubelet, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    # 9 MiB: under gRPC's 16 MiB the exporter used to accept, over the 8 MiB it accepts now.
+    bulk = make_pod("bulk", containers={"c": {"example.com/blob": ["x" * 1024] * (9 * 1024)}})
+    with PodResourcesWatcher(
+        kubelet.socket_path, interval=0.02, timeout=WAIT, stale_after=3600
+    ) as watcher:
+        assert watcher.wait_for_refreshes(1, timeout=WAIT)
+        good = watcher.owners()
+        assert set(good) == {MIG_A, GPU_0}
+        kubelet.set_pods([*pods_v1(), bulk])
+        assert wait_until(lambda: watcher.status().failures >= 3)
+        status = watcher.status()
+        assert not status.ok
+        assert status.last_error is not None
+        assert status.last_error.startswith(
+            f"kubelet pod-resources socket {kubelet.socket_path}: answer of 9.0 MiB"
+        )
+        assert "larger than the 8 MiB the exporter accepts" in status.last_error
+        assert watcher.owners() == good  # kept for stale_after, as for any failure
+        kubelet.set_pods(pods_v1())
+        assert wait_until(lambda: watcher.status().ok)
+        assert watcher.owners() == good
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    refused = [line for line in lines if "larger than the 8 MiB" in line]
+    assert len(refused) == 1, lines
+    assert sum("answering again" in line for line in lines) == 1
 
 
 # ---------------------------------------------------------------------------- generated code

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .client import (
     DEFAULT_SOCKET_PATH,
     LIST_METHOD,
+    MAX_ANSWER_BYTES,
     PodResourcesError,
     PodResourcesWatcher,
     WatcherStatus,
@@ -18,10 +19,14 @@ from .client import (
 )
 from .owners import (
     DEFAULT_RESOURCE_PREFIXES,
+    MAX_DEVICES,
+    MAX_OWNERS_PER_DEVICE,
+    CollectedOwners,
     DeviceId,
     OwnerMap,
     PodOwner,
     build_owner_map,
+    collect_owners,
     parse_device_id,
 )
 
@@ -29,6 +34,10 @@ __all__ = [
     "DEFAULT_RESOURCE_PREFIXES",
     "DEFAULT_SOCKET_PATH",
     "LIST_METHOD",
+    "MAX_ANSWER_BYTES",
+    "MAX_DEVICES",
+    "MAX_OWNERS_PER_DEVICE",
+    "CollectedOwners",
     "DeviceId",
     "OwnerMap",
     "PodOwner",
@@ -36,6 +45,7 @@ __all__ = [
     "PodResourcesWatcher",
     "WatcherStatus",
     "build_owner_map",
+    "collect_owners",
     "list_pod_resources",
     "parse_device_id",
 ]

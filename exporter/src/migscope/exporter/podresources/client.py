@@ -13,6 +13,14 @@ Failure policy, chosen so pod labels are never *wrong*, only sometimes *missing*
 * state changes (ok → failing, failing → ok, mapping dropped) are logged once each, not once per
   attempt, so a node without a kubelet socket does not flood the log.
 
+What one answer may cost is capped: an answer over ``MAX_ANSWER_BYTES`` is refused by gRPC
+before it is received (a failed refresh like any other, with its size in the error line), an
+answer is decoded one pod at a time (:mod:`.wire`), and :func:`.owners.collect_owners` takes
+at most ``MAX_DEVICES`` devices and ``MAX_OWNERS_PER_DEVICE`` owners of each. A cut answer
+still refreshes the mapping, but the status carries a note (``truncated``), logged once when
+it appears, so the exporter reports attribution as incomplete. docs/pod-attribution.md gives
+the measured memory.
+
 A fresh channel is opened per refresh (every ~10 s, so its cost does not matter) with a private
 subchannel pool: gRPC otherwise shares connections process-wide and would hold a failed kubelet
 connection in exponential back-off (up to two minutes) after the kubelet is back.
@@ -31,15 +39,18 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from migscope.core.errors import UserError
 
 from . import api_pb2
-from .owners import DEFAULT_RESOURCE_PREFIXES, OwnerMap, build_owner_map
+from .owners import DEFAULT_RESOURCE_PREFIXES, OwnerMap, collect_owners
+from .wire import WireError, iter_pods
 
 __all__ = [
     "DEFAULT_SOCKET_PATH",
     "LIST_METHOD",
+    "MAX_ANSWER_BYTES",
     "PodResourcesError",
     "PodResourcesWatcher",
     "WatcherStatus",
@@ -56,16 +67,20 @@ _SERVICE = api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"]
 #: ``/v1.PodResourcesLister/List``.
 LIST_METHOD = f"/{_SERVICE.full_name}/{_SERVICE.methods_by_name['List'].name}"
 
-# The kubelet's own client allows 16 MiB answers; gRPC's default of 4 MiB is reachable on a
-# dense node (hundreds of pods with CPU and memory assignments listed).
-_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: Largest ``List`` answer taken, in bytes on the wire. The exporter runs under a 256 MiB
+#: memory limit, and 16 MiB answers (the kubelet's own client's limit) took its RSS to
+#: 260-520 MiB (docs/pod-attribution.md). 1,000 pods of 4 containers with CPUs, memory and
+#: two devices each are 0.8 MiB on the wire, so 8 MiB is 10 times that.
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
 _CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
-    ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_ANSWER_BYTES),
     ("grpc.use_local_subchannel_pool", 1),
     ("grpc.enable_http_proxy", 0),
     ("grpc.enable_retries", 0),
 )
 _MAX_DETAIL_CHARS = 200
+# gRPC's words for an answer over max_receive_message_length: "... (17292108 vs. 16777216)".
+_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. \d+\)")
 _EMPTY: OwnerMap = MappingProxyType({})
 
 
@@ -87,6 +102,9 @@ class WatcherStatus:
         devices: Device keys in the mapping `PodResourcesWatcher.owners` returns now.
         stale: The last good mapping was dropped because no refresh succeeded for
             ``stale_after`` seconds; owners are unknown until the kubelet answers again.
+        truncated: One line saying what the caps cut from the latest successful answer
+            (devices past ``MAX_DEVICES``, owners past ``MAX_OWNERS_PER_DEVICE``), or None
+            when it was taken whole. The mapping is fresh but incomplete.
     """
 
     ok: bool
@@ -97,6 +115,7 @@ class WatcherStatus:
     failures: int
     devices: int
     stale: bool
+    truncated: str | None = None
 
 
 def _clipped(text: str) -> str:
@@ -151,6 +170,12 @@ def _describe(err: grpc.RpcError, socket_path: str, timeout: float) -> str:
         return f"{where}: no answer within {timeout:g} s (DEADLINE_EXCEEDED)"
     if code == grpc.StatusCode.UNIMPLEMENTED:
         return f"{where}: List not implemented (UNIMPLEMENTED); kubelet older than 1.20?"
+    over = _TOO_LARGE.search(details)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and over:
+        return (
+            f"{where}: answer of {int(over.group(1)) / 2**20:.1f} MiB is larger than the "
+            f"{MAX_ANSWER_BYTES / 2**20:g} MiB the exporter accepts (RESOURCE_EXHAUSTED)"
+        )
     name = code.name if isinstance(code, grpc.StatusCode) else "gRPC error"
     return f"{where}: {name}: {_tidy(details, socket_path)}"
 
@@ -160,7 +185,8 @@ def _list(
     *,
     timeout: float,
     register: Callable[[grpc.Channel | None], None] | None = None,
-) -> api_pb2.ListPodResourcesResponse:
+) -> bytes:
+    """The kubelet's ``List`` answer, undecoded (see :mod:`.wire` for why)."""
     _check_socket(socket_path)
     channel = grpc.insecure_channel(
         f"unix://{os.path.abspath(socket_path)}", options=list(_CHANNEL_OPTIONS)
@@ -168,21 +194,27 @@ def _list(
     try:
         if register is not None:
             register(channel)
+        call: grpc.UnaryUnaryMultiCallable[api_pb2.ListPodResourcesRequest, bytes]
         call = channel.unary_unary(
             LIST_METHOD,
             request_serializer=api_pb2.ListPodResourcesRequest.SerializeToString,
-            response_deserializer=api_pb2.ListPodResourcesResponse.FromString,
+            response_deserializer=None,  # the bytes as they came
         )
-        response: api_pb2.ListPodResourcesResponse = call(
-            api_pb2.ListPodResourcesRequest(), timeout=timeout
-        )
-        return response
+        answer: bytes = call(api_pb2.ListPodResourcesRequest(), timeout=timeout)
+        return answer
     except grpc.RpcError as err:
         raise PodResourcesError(_describe(err, socket_path, timeout)) from err
     finally:
         if register is not None:
             register(None)
         channel.close()
+
+
+def _undecodable(socket_path: str, err: Exception) -> PodResourcesError:
+    return PodResourcesError(
+        f"kubelet pod-resources socket {socket_path}: the answer is not a PodResources List "
+        f"answer ({_clipped(str(err)) or type(err).__name__})"
+    )
 
 
 def list_pod_resources(
@@ -202,7 +234,12 @@ def list_pod_resources(
         PodResourcesError: The socket is missing, the kubelet did not answer in time, answered
             with an error, or spoke something that is not gRPC. The message is one line.
     """
-    return _list(os.fspath(socket_path), timeout=timeout)
+    path = os.fspath(socket_path)
+    answer = _list(path, timeout=timeout)
+    try:
+        return api_pb2.ListPodResourcesResponse.FromString(answer)
+    except DecodeError as err:
+        raise _undecodable(path, err) from err
 
 
 class PodResourcesWatcher:
@@ -263,6 +300,7 @@ class PodResourcesWatcher:
         self._refreshes = 0
         self._failures = 0
         self._dropped = False
+        self._truncated: str | None = None  # the cut of the answer behind _owners
 
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -332,6 +370,7 @@ class PodResourcesWatcher:
                 failures=self._failures,
                 devices=len(owners),
                 stale=stale,
+                truncated=self._truncated if owners else None,
             )
 
     def wait_for_refreshes(self, count: int, *, timeout: float) -> bool:
@@ -360,11 +399,15 @@ class PodResourcesWatcher:
             started = time.perf_counter()
             error: str | None = None
             owners: OwnerMap = _EMPTY
+            note: str | None = None
             try:
-                response = _list(
-                    self._socket_path, timeout=self._timeout, register=self._set_channel
-                )
-                owners = build_owner_map(response.pod_resources, resource_prefixes=self._prefixes)
+                answer = _list(self._socket_path, timeout=self._timeout, register=self._set_channel)
+                try:  # one pod decoded at a time: see .wire
+                    taken = collect_owners(iter_pods(answer), resource_prefixes=self._prefixes)
+                except (WireError, DecodeError) as err:
+                    raise _undecodable(self._socket_path, err) from err
+                del answer
+                owners, note = taken.owners, taken.note
             except PodResourcesError as err:
                 error = str(err)
             except Exception as err:  # a bug or an odd answer must not kill the thread
@@ -379,7 +422,7 @@ class PodResourcesWatcher:
                 and threading.current_thread() is self._thread
             ):
                 return self.status()  # cancelled by stop(): not a kubelet failure
-            self._record(owners, error, duration)
+            self._record(owners, error, duration, note)
         return self.status()
 
     def _run(self) -> None:
@@ -401,13 +444,33 @@ class PodResourcesWatcher:
             return _EMPTY, True
         return self._owners, self._dropped
 
-    def _record(self, owners: OwnerMap, error: str | None, duration: float) -> None:
+    def _record(
+        self, owners: OwnerMap, error: str | None, duration: float, note: str | None = None
+    ) -> None:
         messages: list[tuple[int, str]] = []
         with self._changed:
             self._refreshes += 1
             self._duration = duration
             was_healthy = self._healthy
             if error is None:
+                if note is not None and self._truncated is None:
+                    messages.append(
+                        (
+                            logging.WARNING,
+                            f"pod attribution: the kubelet's answer is over the exporter's "
+                            f"limits: {note}; attribution is reported incomplete "
+                            f"(collector podresources) until it fits",
+                        )
+                    )
+                elif note is None and self._truncated is not None:
+                    messages.append(
+                        (
+                            logging.INFO,
+                            "pod attribution: the kubelet's answer is within the exporter's "
+                            "limits again",
+                        )
+                    )
+                self._truncated = note
                 self._owners, self._owners_at, self._dropped = owners, self._clock(), False
                 self._last_success = time.time()
                 self._last_error = None
@@ -438,10 +501,11 @@ class PodResourcesWatcher:
                     messages.append((logging.WARNING, f"pod attribution failing: {error}; {keep}"))
                 if self._current()[1] and not self._dropped:
                     self._owners, self._owners_at, self._dropped = _EMPTY, None, True
+                    self._truncated = None
                     messages.append(
                         (
                             logging.WARNING,
-                            f"pod attribution: no answer from the kubelet for "
+                            f"pod attribution: no usable answer from the kubelet for "
                             f"{self._stale_after:g} s; dropped the pod mapping "
                             f"(owners unknown until it answers)",
                         )
