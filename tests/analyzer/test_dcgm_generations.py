@@ -74,6 +74,16 @@ MODEL = "NVIDIA A100-SXM4-40GB"
 DRIVER = "520.56.06"
 UUID = "GPU-473571f2-fb37-ef7e-50fe-9885b74a23cd"
 
+
+def uuid_of(node: str) -> str:
+    """The GPU UUID of ``node``'s GPU: the real one on ``gpu-a``, a planted one elsewhere.
+
+    One per node: a GPU UUID is unique in a fleet, and the analyzer reports a UUID seen under
+    several node names as one GPU under its newest name (issue 22, item 7).
+    """
+    return UUID if node == "gpu-a" else f"GPU-{sum(map(ord, node)):08x}-fb37-ef7e-50fe-9885b74a23cd"
+
+
 NEW = {f.quantity: f.name for f in DCGM_FIELDS if f.writers.startswith("4.9")}
 ACTIVITY_49 = NEW["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
 USED_49, FREE_49 = NEW["DCGM_FI_DEV_FB_USED"], NEW["DCGM_FI_DEV_FB_FREE"]
@@ -117,7 +127,7 @@ def _points(values: np.ndarray, mask: np.ndarray) -> list[tuple[float, float]]:
 def _labels(r: Reading, node: str, host: str, driver: str) -> dict[str, str]:
     labels = {
         "gpu": "0",
-        "UUID": UUID,
+        "UUID": uuid_of(node),
         "pci_bus_id": "00000000:07:00.0",
         "device": "nvidia0",
         "modelName": MODEL,
@@ -479,8 +489,12 @@ def test_the_server_gives_each_gpu_the_49_driver_label(engine: Engine) -> None:
     source.slices((START, END), STEP)
     facts = {g.node: g for g in source.gpus()}
     assert set(facts) == {NEW_NODE, ROLL_NODE, UPGRADE_NODE}
-    for fact in facts.values():
-        assert (fact.gpu_uuid, fact.model, str(fact.driver)) == (UUID, "A100-40GB", DRIVER)
+    for node, fact in facts.items():
+        assert (fact.gpu_uuid, fact.model, str(fact.driver)) == (
+            uuid_of(node),
+            "A100-40GB",
+            DRIVER,
+        )
 
 
 def test_analyze_through_the_server_gives_the_48_files_verdicts(

@@ -10,6 +10,7 @@ samples. Names are matched in any letter case.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
@@ -17,7 +18,13 @@ import numpy as np
 
 from migscope.analyzer.dialect.checks import SliceChecks
 from migscope.analyzer.dialect.detect import NoMigSeriesError, gi_families
-from migscope.analyzer.dialect.grouping import first_seen, holders, latest
+from migscope.analyzer.dialect.grouping import (
+    NodeMoves,
+    first_seen,
+    holders,
+    latest,
+    node_moves,
+)
 from migscope.analyzer.dialect.identity import SliceId, holder_of, node_of, parse_int
 from migscope.analyzer.dialect.names import (
     DCGM_ACTIVITY,
@@ -37,7 +44,7 @@ from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.analyzer.stats.quality import Kind
 from migscope.core.catalogue import model_for_name
 
-__all__ = ["dcgm_slices"]
+__all__ = ["dcgm_moves", "dcgm_slices"]
 
 
 def _families(series: SeriesSet, family: str) -> list[Series]:
@@ -70,7 +77,9 @@ def _joined(parts: Sequence[Series]) -> TimeSeries | None:
     return TimeSeries.concat(_base(s) for s in parts)
 
 
-def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
+def _dcgm_key(
+    labels: Mapping[str, str], default_node: str, moves: NodeMoves | None = None
+) -> SliceId | None:
     """A dcgm-exporter series' slice, or None without a numeric ``gpu`` and ``GPU_I_ID``.
 
     The GPU UUID is ``UUID`` (``uuid`` with dcgm-exporter's ``-o``); a series whose UUID was
@@ -81,8 +90,38 @@ def _dcgm_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
     if gpu is None or gi is None:
         return None
     uuid = labels.get("UUID") or labels.get("uuid") or ""
-    key = SliceKey(node_of(labels, default=default_node), gpu, uuid, gi)
-    return key, labels.get("GPU_I_PROFILE", "")
+    node = node_of(labels, default=default_node)
+    if moves is not None:
+        node = moves.node(uuid, node)
+    return SliceKey(node, gpu, uuid, gi), labels.get("GPU_I_PROFILE", "")
+
+
+def dcgm_moves(series: SeriesSet, default_node: str) -> NodeMoves | None:
+    """GPUs whose per-GI series carry several node names (:class:`NodeMoves`).
+
+    Read from every quantity's series (newest sample) and the presence family's label sets
+    (no time), the series the server reads for it.
+    """
+    presence = presence_family(gi_families(series))
+    rows: list[tuple[str, str, object, float]] = []
+
+    def add(labels: Mapping[str, str], t: float) -> None:
+        key = _dcgm_key(labels, default_node)
+        if key is not None:
+            ident = (key[0].gpu, key[0].gpu_instance_id, key[1])
+            rows.append((key[0].node, key[0].gpu_uuid, ident, t))
+
+    for quantity in DCGM_QUANTITIES:
+        for s in _quantity(series, quantity):
+            add(s.labels, float(s.samples.timestamps_ms[-1]) if len(s.samples) else -math.inf)
+    if presence is not None:
+        for name, sets in series.label_sets.items():
+            if dcgm_family(name) == presence:
+                for labels in sets:
+                    add(labels, -math.inf)
+        for s in _families(series, presence):
+            add(s.labels, float(s.samples.timestamps_ms[-1]) if len(s.samples) else -math.inf)
+    return node_moves(rows)
 
 
 def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSeries], list[str]]:
@@ -103,12 +142,14 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
     Raises:
         NoMigSeriesError: series carry ``GPU_I_ID`` but none names a usable slice.
     """
+    presence = presence_family(gi_families(series))
+    moves = dcgm_moves(series, default_node)
     grouped: dict[str, dict[SliceId, list[Series]]] = {}
     unusable: dict[str, int] = defaultdict(int)
     for quantity in DCGM_QUANTITIES:
         by_key: dict[SliceId, list[Series]] = defaultdict(list)
         for s in _quantity(series, quantity):
-            key = _dcgm_key(s.labels, default_node)
+            key = _dcgm_key(s.labels, default_node, moves)
             if key is not None:
                 by_key[key].append(s)
             elif s.labels.get("GPU_I_ID"):
@@ -116,7 +157,6 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
         grouped[quantity] = by_key
     measured = {key for by_key in grouped.values() for key in by_key}
 
-    presence = presence_family(gi_families(series))
     listed: dict[SliceId, Mapping[str, str]] = {}
     if presence is not None:
         label_sets = [
@@ -126,7 +166,7 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
             for labels in sets
         ] + [s.labels for s in _families(series, presence)]
         for labels in sorted(label_sets, key=lambda ls: sorted(ls.items())):
-            key = _dcgm_key(labels, default_node)
+            key = _dcgm_key(labels, default_node, moves)
             if key is None:
                 if labels.get("GPU_I_ID"):
                     unusable[presence] += 1
@@ -137,7 +177,7 @@ def dcgm_slices(series: SeriesSet, default_node: str) -> tuple[Iterator[SliceSer
         return [s for by_key in grouped.values() for s in by_key.get(key, [])]
 
     order = sorted(measured | set(listed), key=lambda k: (k[0], first_seen(parts(k)), k[1]))
-    notes: list[str] = []
+    notes: list[str] = [moves.note(series.source)] if moves is not None else []
     if unusable:
         counts = ", ".join(f"{n} in {name}" for name, n in sorted(unusable.items()))
         notes.append(

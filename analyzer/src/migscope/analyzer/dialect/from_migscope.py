@@ -12,7 +12,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 
 from migscope.analyzer.dialect.checks import SliceChecks
-from migscope.analyzer.dialect.grouping import first_seen, holders, latest
+from migscope.analyzer.dialect.grouping import (
+    NodeMoves,
+    first_seen,
+    holders,
+    latest,
+    series_moves,
+)
 from migscope.analyzer.dialect.identity import (
     SliceId,
     catalogue_model,
@@ -37,26 +43,46 @@ from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.analyzer.stats.quality import Kind
 from migscope.core.catalogue import GpuModel
 
-__all__ = ["migscope_slices"]
+__all__ = ["migscope_moves", "migscope_slices"]
 
 
-def _migscope_key(labels: Mapping[str, str], default_node: str) -> SliceId | None:
+def _migscope_key(
+    labels: Mapping[str, str], default_node: str, moves: NodeMoves | None = None
+) -> SliceId | None:
     gpu = parse_int(labels.get("gpu"))
     gi = parse_int(labels.get("gpu_instance_id"))
     uuid = labels.get("gpu_uuid", "")
     if gpu is None or gi is None or not uuid:
         return None
-    key = SliceKey(node_of(labels, default=default_node), gpu, uuid, gi)
-    return key, labels.get("mig_uuid", "")
+    node = node_of(labels, default=default_node)
+    if moves is not None:
+        node = moves.node(uuid, node)
+    return SliceKey(node, gpu, uuid, gi), labels.get("mig_uuid", "")
 
 
-def _by_key(items: Iterable[Series], default_node: str) -> dict[SliceId, list[Series]]:
+def _by_key(
+    items: Iterable[Series], default_node: str, moves: NodeMoves | None
+) -> dict[SliceId, list[Series]]:
     grouped: dict[SliceId, list[Series]] = defaultdict(list)
     for s in items:
-        key = _migscope_key(s.labels, default_node)
+        key = _migscope_key(s.labels, default_node, moves)
         if key is not None:
             grouped[key].append(s)
     return grouped
+
+
+def migscope_moves(series: SeriesSet, default_node: str) -> NodeMoves | None:
+    """GPUs whose ``migscope_mig_info`` series carry several node names (:class:`NodeMoves`).
+
+    The server reads the same series for it.
+    """
+    rows = []
+    for s in series.get(MIG_INFO):
+        key = _migscope_key(s.labels, default_node)
+        if key is not None:
+            ident = (key[0].gpu, key[0].gpu_instance_id, key[1])
+            rows.append((key[0].node, key[0].gpu_uuid, ident, s))
+    return series_moves(rows)
 
 
 def migscope_slices(
@@ -72,15 +98,18 @@ def migscope_slices(
         series: The series read (``migscope_mig_info`` and the per-slice families).
         default_node: Node name for series without a node label.
     """
-    info = _by_key(series.get(MIG_INFO), default_node)
-    activity = _by_key(series.get(MIG_ACTIVITY), default_node)
-    used = _by_key(series.get(MIG_MEMORY_USED), default_node)
-    total = _by_key(series.get(MIG_MEMORY_TOTAL), default_node)
-    pods = _by_key(series.get(MIG_POD_INFO), default_node)
-    energy = _by_key(series.get(MIG_ENERGY), default_node)
+    moves = migscope_moves(series, default_node)
+    info = _by_key(series.get(MIG_INFO), default_node, moves)
+    activity = _by_key(series.get(MIG_ACTIVITY), default_node, moves)
+    used = _by_key(series.get(MIG_MEMORY_USED), default_node, moves)
+    total = _by_key(series.get(MIG_MEMORY_TOTAL), default_node, moves)
+    pods = _by_key(series.get(MIG_POD_INFO), default_node, moves)
+    energy = _by_key(series.get(MIG_ENERGY), default_node, moves)
     models: dict[tuple[str, str], GpuModel | None] = {}
     for gpu in series.get(GPU_INFO):
         node = node_of(gpu.labels, default=default_node)
+        if moves is not None:
+            node = moves.node(gpu_uuid_of(gpu.labels), node)
         models[(node, gpu_uuid_of(gpu.labels))] = catalogue_model(
             gpu.labels.get("model"), gpu.labels.get("name")
         )
@@ -118,6 +147,10 @@ def migscope_slices(
         checks.above_total(ident, used[ident], totals[ident])
         checks.energy(ident, energy.get(ident, ()))
 
+    notes = checks.notes()
+    if moves is not None:
+        notes.insert(0, moves.note(series.source))
+
     def build() -> Iterator[SliceSeries]:
         for ident, current, model in present:
             yield SliceSeries(
@@ -133,4 +166,4 @@ def migscope_slices(
                 energy=tuple(s.samples for s in energy.get(ident, ())),
             )
 
-    return build(), checks.notes()
+    return build(), notes

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from migscope.analyzer.dialect.detect import Dialect
+from migscope.analyzer.dialect.grouping import NodeMoves
 from migscope.analyzer.dialect.identity import node_of
 from migscope.analyzer.dialect.names import GPU_INFO, GPU_PROFILE_INFO
 from migscope.analyzer.gpu_facts import GpuFacts, dcgm_gpu_facts, migscope_gpu_facts
@@ -26,11 +27,21 @@ def _dcgm_label_sets(series: SeriesSet) -> Iterator[Mapping[str, str]]:
         yield from sets
 
 
-def file_gpu_facts(series: SeriesSet, dialect: Dialect, default_node: str) -> list[GpuFacts]:
-    """Each GPU of the file, as its own series describe it."""
+def file_gpu_facts(
+    series: SeriesSet, dialect: Dialect, default_node: str, moves: NodeMoves | None = None
+) -> list[GpuFacts]:
+    """Each GPU of the file, as its own series describe it.
+
+    A GPU whose node label changed in the window is under its newest node name
+    (:class:`~migscope.analyzer.dialect.grouping.NodeMoves`).
+    """
 
     def node(labels: Mapping[str, str]) -> str:
-        return node_of(labels, default=default_node)
+        found = node_of(labels, default=default_node)
+        if moves is None:
+            return found
+        uuid = labels.get("gpu_uuid") or labels.get("UUID") or labels.get("uuid") or ""
+        return moves.node(uuid, found)
 
     if dialect is Dialect.MIGSCOPE:
         return migscope_gpu_facts(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from migscope.analyzer.dialect.detect import Dialect, detect_dialect
-from migscope.analyzer.dialect.from_dcgm import dcgm_slices
-from migscope.analyzer.dialect.from_migscope import migscope_slices
+from migscope.analyzer.dialect.from_dcgm import dcgm_moves, dcgm_slices
+from migscope.analyzer.dialect.from_migscope import migscope_moves, migscope_slices
 from migscope.analyzer.dialect.gpus import file_gpu_facts
 from migscope.analyzer.dialect.identity import DEFAULT_NODE
 from migscope.analyzer.gpu_facts import GpuFacts
@@ -78,6 +78,9 @@ def iter_slice_series(
     chosen = detect_dialect(series) if dialect is None else dialect
     if chosen is Dialect.MIGSCOPE:
         items, notes = migscope_slices(series, default_node)
+        moves = migscope_moves(series, default_node)
     else:
         items, notes = dcgm_slices(series, default_node)
-    return SliceReader(chosen, items, notes, file_gpu_facts(series, chosen, default_node))
+        moves = dcgm_moves(series, default_node)
+    gpus = file_gpu_facts(series, chosen, default_node, moves)
+    return SliceReader(chosen, items, notes, gpus)

@@ -21,8 +21,9 @@ from migscope.analyzer.dialect import (
     fields_of,
     presence_family,
 )
+from migscope.analyzer.dialect.grouping import NodeMoves, node_moves
 from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.promql import selector
+from migscope.analyzer.sources.promql import Matcher, duration, selector
 from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY
 from migscope.analyzer.stats import RangeSemantics
 
@@ -30,6 +31,7 @@ __all__ = [
     "dcgm_names",
     "detect_remote_dialect",
     "detect_semantics",
+    "find_moves",
     "find_nodes",
     "slice_selectors",
 ]
@@ -179,3 +181,100 @@ def find_nodes(
             labels.append(label)
             values |= found
     return tuple(labels), sorted(values)
+
+
+def _slice_parts(
+    dialect: Dialect,
+    names: Mapping[str, tuple[str, ...]],
+    node_labels: tuple[str, ...],
+    expr: str,
+) -> tuple[list[str], str]:
+    """``expr`` (``{sel}`` for a selector) over every slice series, node under the first label.
+
+    One part per slice metric and node label, each for the series without the labels
+    before it, given the first label with ``label_replace`` (as :meth:`Queries.over` reads
+    a node); each part aggregated ``max`` by the node and the slice, and tagged so that
+    parts with the same labels survive ``or``. Returns the parts and the ``by`` clause.
+    """
+    first = node_labels[0]
+    if dialect is Dialect.MIGSCOPE:
+        ids: tuple[str, ...] = ("gpu", "gpu_uuid", "gpu_instance_id", "mig_uuid")
+        metrics = [MIG_INFO]
+        extra: dict[str, str | Matcher] = {}
+    else:
+        ids = ("gpu", "UUID", "uuid", "GPU_I_ID", "GPU_I_PROFILE")
+        metrics = [n for spellings in names.values() for n in spellings]
+        extra = {"GPU_I_ID": NON_EMPTY}
+    by = "by (" + ", ".join((first, *ids)) + ")"
+    parts: list[str] = []
+    for m, metric in enumerate(metrics):
+        absent: dict[str, str | Matcher] = {}
+        for i, label in enumerate(node_labels):
+            chosen = selector(metric, **{**extra, **absent, label: NON_EMPTY})
+            inner = expr.format(sel=chosen)
+            if i:
+                inner = f'label_replace({inner}, "{first}", "$1", "{label}", "(.*)")'
+            tagged = f'label_replace(max {by} ({inner}), "migscope_part", "{m}.{i}", "", "")'
+            parts.append(tagged)
+            absent[label] = ""
+    return parts, by
+
+
+def find_moves(
+    client: PrometheusClient,
+    dialect: Dialect,
+    names: Mapping[str, tuple[str, ...]],
+    node_labels: tuple[str, ...],
+    *,
+    start: float,
+    end: float,
+    step: float,
+) -> tuple[NodeMoves | None, list[str]]:
+    """GPUs whose slice series carry several node names, and the names no slice keeps.
+
+    See :class:`~migscope.analyzer.dialect.grouping.NodeMoves`.
+
+    One cheap instant query over raw ranges lists each (node, slice); only when a GPU UUID
+    has several names does a second one ask when each name last had a sample (the end of
+    the newest step interval holding one), so that each GPU keeps its newest name, as the
+    file readers choose it. ``(None, [])`` when nothing moved, when the series name no node,
+    or when a slice series has no GPU UUID (nothing is merged then, on either path).
+    """
+    if not node_labels:
+        return None, []
+    window = duration(end - start)
+    parts, _ = _slice_parts(dialect, names, node_labels, f"last_over_time({{sel}}[{window}])")
+    first = node_labels[0]
+
+    def rows(
+        exprs: list[str], with_time: bool
+    ) -> list[tuple[str, str, tuple[str, str, str], float]]:
+        out = []
+        for expr in exprs:
+            for sample in client.query(expr, at=end):
+                labels = sample.labels
+                uuid = labels.get("gpu_uuid") or labels.get("UUID") or labels.get("uuid") or ""
+                gi = labels.get("gpu_instance_id") or labels.get("GPU_I_ID") or ""
+                ident = labels.get("mig_uuid") or labels.get("GPU_I_PROFILE") or ""
+                t = sample.value if with_time else 0.0
+                out.append((labels.get(first, ""), uuid, (labels.get("gpu", ""), gi, ident), t))
+        return out
+
+    listed = rows(parts, with_time=False)
+    names_of: dict[str, set[str]] = {}
+    for node, uuid, _, _ in listed:
+        names_of.setdefault(uuid, set()).add(node)
+    if "" in names_of or all(len(v) < 2 for v in names_of.values()):
+        return None, []
+    interval = duration(step)
+    stamped, _ = _slice_parts(
+        dialect,
+        names,
+        node_labels,
+        f"max_over_time(timestamp(last_over_time({{sel}}[{interval}]))[{window}:{interval}])",
+    )
+    moves = node_moves(rows(stamped, with_time=True))
+    if moves is None:
+        return None, []
+    kept = set(moves.canonical.values())
+    return moves, moves.aliases_only(sorted({n for n, *_ in listed}), kept)

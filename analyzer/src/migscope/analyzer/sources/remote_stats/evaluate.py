@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from migscope.analyzer.dialect import DEFAULT_NODE, Dialect
+from migscope.analyzer.dialect.grouping import NodeMoves
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats.cells import Grid
@@ -18,6 +19,7 @@ from migscope.analyzer.sources.remote_stats.discovery import (
     dcgm_names,
     detect_remote_dialect,
     detect_semantics,
+    find_moves,
     find_nodes,
 )
 from migscope.analyzer.sources.remote_stats.fast import fast_chunk_stats
@@ -96,6 +98,8 @@ def remote_slice_stats(
     names = dcgm_names(client, start=start, end=end) if chosen is Dialect.DCGM else {}
     node_labels, found = find_nodes(client, chosen, names, start=start, end=end)
     node_label = node_labels[0] if node_labels else None
+    moves, renamed = find_moves(client, chosen, names, node_labels, start=start, end=end, step=step)
+    found = [n for n in found if n not in set(renamed)]
     if nodes is not None:
         wanted = set(nodes)
         found = [n for n in found if n in wanted]
@@ -109,7 +113,10 @@ def remote_slice_stats(
         nodes=tuple(sorted(found)) if node_label is not None else (DEFAULT_NODE,),
         names=names,
         server=client.base_url,
+        moves=moves,
     )
+    if moves is not None:
+        run.found.append(moves.note(client.base_url))
     query = Queries(client, run, step=step, period=period)
     grid = (
         Grid.of(start, end, step, period)
@@ -123,7 +130,7 @@ def remote_slice_stats(
         run.found.append(f"{client.base_url}: {note}")
     run.stats, run.workers = mode, workers
     size = chunk_nodes or max(1, min(MAX_CHUNK_NODES[mode], -(-len(run.nodes) // workers)))
-    chunks = [run.nodes[i : i + size] for i in range(0, len(run.nodes), size)]
+    chunks = _chunks(run.nodes, size, moves)
 
     def evaluate(chunk: Sequence[str]) -> tuple[list[SliceStats], Ledger]:
         q = query.for_chunk()
@@ -142,3 +149,27 @@ def remote_slice_stats(
 
     run._items = items()
     return run
+
+
+def _chunks(nodes: tuple[str, ...], size: int, moves: NodeMoves | None) -> list[tuple[str, ...]]:
+    """``nodes`` in chunks of ``size``; the names a moved GPU was seen under stay together.
+
+    Why: a slice's statistics are exact only when every series of it is in one query, and
+    with moves a GPU's series carry several node names (:class:`NodeMoves`). A group of
+    linked names is one unit, however large.
+    """
+    if moves is None:
+        return [nodes[i : i + size] for i in range(0, len(nodes), size)]
+    units: dict[tuple[str, ...], list[str]] = {}
+    for node in nodes:
+        units.setdefault(moves.groups.get(node, (node,)), []).append(node)
+    chunks: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for unit in units.values():
+        if current and len(current) + len(unit) > size:
+            chunks.append(tuple(current))
+            current = []
+        current += unit
+    if current:
+        chunks.append(tuple(current))
+    return chunks

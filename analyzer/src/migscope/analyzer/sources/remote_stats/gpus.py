@@ -30,7 +30,11 @@ def remote_gpu_facts(q: Queries, *, chunk_nodes: int = 50) -> list[GpuFacts]:
     label = run.node_label
 
     def node(labels: Mapping[str, str]) -> str:
-        return (labels.get(label, "") if label else "") or DEFAULT_NODE
+        found = (labels.get(label, "") if label else "") or DEFAULT_NODE
+        if run.moves is None:
+            return found
+        uuid = labels.get("gpu_uuid") or labels.get("UUID") or labels.get("uuid") or ""
+        return run.moves.node(uuid, found)
 
     chunks = [run.nodes[i : i + chunk_nodes] for i in range(0, len(run.nodes), chunk_nodes)]
     out: list[GpuFacts] = []

@@ -64,6 +64,8 @@ def migscope_inventory(q: Queries, nodes: Sequence[str]) -> Inventory:
     for sample in q.ask(q.over("last_over_time", GPU_INFO, nodes, q.window)):
         labels = sample.labels
         node = labels.get(q.run.node_label, "") if q.run.node_label else ""
+        if q.run.moves is not None:
+            node = q.run.moves.node(gpu_uuid_of(labels), node)
         models[(node or DEFAULT_NODE, gpu_uuid_of(labels))] = catalogue_model(
             labels.get("model"), labels.get("name")
         )

@@ -99,7 +99,9 @@ class Queries:
         self.step = duration(self.step_ms / 1000)
         self.window = self.value_range
         self.migscope = run.dialect is Dialect.MIGSCOPE
-        node = [run.node_label] if run.node_label is not None else []
+        # With moved GPUs (a relabelling changed their node name in the window) the node is
+        # no part of a slice's identity: the GPU UUID is, and :meth:`key` names its node.
+        node = [run.node_label] if run.node_label is not None and run.moves is None else []
         # The last label tells re-created instances of one GI id apart (see SliceId).
         if self.migscope:
             self.key_labels: tuple[str, ...] = (
@@ -204,6 +206,8 @@ class Queries:
         if self.run.node_label is None or nodes is None:
             return [f"{head}{selector(metric, **extra)}{ranged})"]
         first, wanted = self.run.node_label, list(nodes)
+        if self.run.moves is not None:  # every name the chunk's GPUs were seen under
+            wanted = self.run.moves.expand(wanted)
         parts = [f"{head}{selector(metric, **{**extra, first: wanted})}{ranged})"]
         absent: dict[str, Matcher | str | list[str]] = {first: ""}
         for label in self.run.node_fallbacks:
@@ -270,6 +274,8 @@ class Queries:
         except ValueError:
             return None
         node = labels.get(self.run.node_label, "") if self.run.node_label else ""
+        if self.run.moves is not None:
+            node = self.run.moves.canonical.get(uuid, node)
         return SliceKey(node or DEFAULT_NODE, gpu, uuid, gi), ident
 
     def last(self, metrics: Sequence[str], nodes: Sequence[str], **extra: Matcher) -> str:

@@ -24,6 +24,7 @@ from migscope.analyzer.dialect import (
     Dialect,
     quantity_names,
 )
+from migscope.analyzer.dialect.grouping import NodeMoves
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.sources.prometheus import QueryResult, Sample, Series
 from migscope.analyzer.stats import RangeSemantics
@@ -154,6 +155,10 @@ class RemoteSliceStats(Iterator[SliceStats]):
             with ``partial_response``), or when a node's series ended before the window but
             in a block that overlaps it (the index answers per block, not per sample); the
             fleet would otherwise just be smaller, with no word of it (issue 20).
+        moves: GPUs whose series carry several node names in the window (a node
+            relabelling added or changed), or None: the queries then group slices without
+            the node label, chunks hold every name of a moved GPU, and each GPU is reported
+            under its newest name (:func:`.discovery.find_moves`).
     """
 
     dialect: Dialect
@@ -178,6 +183,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     queryable_samples: int | None = 0
     wall_seconds: float = 0.0
     silent_nodes: tuple[str, ...] = ()
+    moves: NodeMoves | None = None
     _items: Iterator[SliceStats] = field(default_factory=lambda: iter(()), repr=False)
 
     @property
