@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from migscope.analyzer.classify import Classification, Status, classify
 from migscope.analyzer.demand import PoolDemand, is_held, pool_demand, pool_key
+from migscope.analyzer.dialect import exporter_pod_name
 from migscope.analyzer.gpu_catalogue import GpuCatalogue
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.options import AnalyzeOptions, BadOptionError, Objective
@@ -47,7 +48,16 @@ from migscope.core.catalogue import GpuModel, UnknownProfileError
 from migscope.core.migparted import MigPartedConfig, merge_configs
 from migscope.core.named_layouts import generated_configs, layout_for_gpu
 
-__all__ = ["NO_ATTRIBUTION", "analyze"]
+__all__ = ["EXPORTER_POD_NOTE", "NO_ATTRIBUTION", "analyze"]
+
+EXPORTER_POD_NOTE = (
+    "node name(s) {nodes}: the name of a dcgm-exporter pod, not of a node (dcgm-exporter "
+    "without NODE_NAME writes its pod's name in Hostname, and the scrape has no node or "
+    "kubernetes_node label): these slices are reported but not planned; set NODE_NAME from "
+    "spec.nodeName in the exporter's DaemonSet, or relabel the node into `node`"
+)
+"""Said when a node name is a dcgm-exporter pod's (:func:`~migscope.analyzer.dialect.
+exporter_pod_name`)."""
 
 NO_ATTRIBUTION = (
     "no slice has a pod attached: pod attribution is missing (the kubelet socket for "
@@ -243,6 +253,12 @@ def analyze(
         results.append((SliceResult(stats, verdict, True, held, in_use, right, pin), seen))
 
     _check_what_if_nodes(what_if, {r.stats.info.key.node for r, _ in results})
+    left_out = dict(gpus.unplanned)
+    pods = sorted({r.stats.info.key.node for r, _ in results} - set(left_out))
+    pods = [node for node in pods if exporter_pod_name(node)]
+    if pods:
+        left_out.update(dict.fromkeys(pods, "a dcgm-exporter pod's name"))
+        notes.append(EXPORTER_POD_NOTE.format(nodes=", ".join(pods)))
     pools: dict[str, list[tuple[SliceResult, float]]] = defaultdict(list)
     for result, seen in results:
         key = pool_key(result.stats.info, selector=selector)
@@ -263,7 +279,7 @@ def analyze(
         if model is None:
             continue
         states, current, unplanned = _gpu_states(
-            pools[key], model, notes, freeze_all=not history.enough, left_out=gpus.unplanned
+            pools[key], model, notes, freeze_all=not history.enough, left_out=left_out
         )
         current_ids |= current
         mine = [(p, c) for p, c in waiting if _offers(model, p)]

@@ -31,8 +31,10 @@ both during a rollout (the newer one read where both hold the same slice and tim
 the same slices.
 
 The node comes from the ``node`` label (what migscope's ServiceMonitor sets), else
-``Hostname``/``hostname`` (dcgm-exporter's ``NODE_NAME``; ``hostname`` from 4.8.3), else
-``instance``. Pod labels are
+``kubernetes_node`` (Prometheus' Kubernetes discovery), else ``Hostname``/``hostname``
+(dcgm-exporter's ``NODE_NAME``; ``hostname`` from 4.8.3), else ``instance``. A node name that
+is a dcgm-exporter pod's (an exporter without ``NODE_NAME``, :func:`.identity.exporter_pod_name`)
+is reported, never planned. Pod labels are
 read from ``exported_namespace``/``exported_pod`` first: when Prometheus scrapes without
 ``honor_labels`` the exporter's own ``pod`` label is renamed so, and ``pod`` is then the
 exporter's pod (dcgm-exporter #85). Empty label values mean "no pod", as Prometheus drops them.
@@ -88,6 +90,7 @@ from migscope.analyzer.dialect.identity import (
     CLAIM_LABELS,
     CLAIM_NAMESPACE_LABELS,
     DEFAULT_NODE,
+    EXPORTER_POD,
     HOLDER_LABELS,
     NAMESPACE_LABELS,
     NODE_LABELS,
@@ -95,6 +98,7 @@ from migscope.analyzer.dialect.identity import (
     Holder,
     SliceId,
     catalogue_model,
+    exporter_pod_name,
     gpu_uuid_of,
     holder_claim,
     holder_of,
@@ -147,6 +151,7 @@ __all__ = [
     "DCGM_QUANTITIES",
     "DEFAULT_NODE",
     "DIALECT_METRICS",
+    "EXPORTER_POD",
     "GPU_INFO",
     "HOLDER_LABELS",
     "MIB",
@@ -172,6 +177,7 @@ __all__ = [
     "dcgm_field",
     "detect_dialect",
     "explain_no_mig",
+    "exporter_pod_name",
     "fields_of",
     "gi_families",
     "gpu_uuid_of",

@@ -7,6 +7,7 @@ history would give two different reports; both take these helpers and constants.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TypeAlias
 
@@ -25,6 +26,7 @@ __all__ = [
     "CLAIM_LABELS",
     "CLAIM_NAMESPACE_LABELS",
     "DEFAULT_NODE",
+    "EXPORTER_POD",
     "GPU_UUID_LABELS",
     "HOLDER_LABELS",
     "MIB",
@@ -34,6 +36,7 @@ __all__ = [
     "Holder",
     "SliceId",
     "catalogue_model",
+    "exporter_pod_name",
     "gpu_uuid_of",
     "holder_claim",
     "holder_of",
@@ -47,8 +50,31 @@ __all__ = [
 DEFAULT_NODE = "unknown"
 """Node name for series that carry no node label (a scrape saved straight from /metrics)."""
 
-NODE_LABELS = ("node", "Hostname", "hostname", "instance")
-"""Where the node is read from, first set wins: migscope's ServiceMonitor sets ``node``."""
+NODE_LABELS = ("node", "kubernetes_node", "Hostname", "hostname", "instance")
+"""Where the node is read from, first set wins: migscope's ServiceMonitor sets ``node``;
+``kubernetes_node`` is what Prometheus' Kubernetes discovery is commonly relabelled to
+(``__meta_kubernetes_pod_node_name``): the node of the scraped exporter pod, named by the
+cluster, so it is read before the exporter's own ``Hostname``, which an older dcgm-exporter
+without ``NODE_NAME`` fills with its pod's name (:func:`exporter_pod_name`)."""
+
+_DAEMONSET_SUFFIX = "[bcdfghjklmnpqrstvwxz2456789]{5}"
+EXPORTER_POD = re.compile(rf"(?:.*-)?dcgm-exporter-{_DAEMONSET_SUFFIX}")
+"""A dcgm-exporter DaemonSet pod's name: ``<daemonset>-<5 characters>``, the DaemonSet named
+``dcgm-exporter`` or ending so (``nvidia-dcgm-exporter`` of the GPU Operator, the Helm chart's
+``<release>-dcgm-exporter``), the suffix from the alphabet Kubernetes draws generated names
+from (no vowels, no 0, 1, 3: ``tl46n``, ``xpn6b``)."""
+
+
+def exporter_pod_name(node: str) -> bool:
+    """Whether a node name is really a dcgm-exporter pod's name (:data:`EXPORTER_POD`).
+
+    Why: dcgm-exporter's ``Hostname`` is ``NODE_NAME`` when set, else the container's host
+    name, which in a pod is the pod's name (``nvidia-dcgm-exporter-tl46n``); a plan for that
+    "node" names a node that does not exist. The pod's own labels (``pod``,
+    ``kubernetes_pod_name``) are not taken as a node either: they name pods.
+    """
+    return EXPORTER_POD.fullmatch(node) is not None
+
 
 NAMESPACE_LABELS = ("exported_namespace", "namespace", "pod_namespace")
 """Where a pod's namespace is read from, first set wins (``exported_*`` without honor_labels)."""
@@ -83,7 +109,7 @@ reader here and the Prometheus source group the same way.
 
 
 def node_of(labels: Mapping[str, str], *, default: str = DEFAULT_NODE) -> str:
-    """The node a series belongs to: ``node``, ``Hostname``/``hostname``, ``instance``."""
+    """The node a series belongs to: the first of :data:`NODE_LABELS` that is set."""
     for name in NODE_LABELS:
         value = labels.get(name, "")
         if value:
