@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry
 
 from migscope.core.errors import one_line
+from migscope.exporter.attribution import DraResolver
 from migscope.exporter.backends.base import Backend, BackendError
 from migscope.exporter.backends.nvml import NvmlBackend
 from migscope.exporter.collector import Owner, SnapshotCollector
@@ -212,6 +213,13 @@ def build(settings: ExporterSettings, *, realtime: bool = True) -> Exporter:
             timeout=settings.kubelet_timeout,
         )
         owners = watcher.owners
+        resolver = DraResolver()
+        holders = watcher.dra_holders
+
+        def dra(snap: Snapshot | None, base: OwnerMap) -> OwnerMap:
+            merged = resolver.merged(snap, holders(), base)
+            return merged  # type: ignore[return-value]
+
     sampler = Sampler(
         backend,
         interval=settings.interval,
@@ -231,6 +239,7 @@ def build(settings: ExporterSettings, *, realtime: bool = True) -> Exporter:
         backend=backend.name,
         version=_version(),
         dcgm=_dcgm_exposition(settings),
+        dra=dra if watcher is not None else None,
     )
     registry.register(collector)
     return Exporter(

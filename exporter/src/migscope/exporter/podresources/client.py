@@ -34,7 +34,7 @@ import re
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -42,6 +42,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from migscope.core.errors import UserError
+from migscope.exporter.dra import DraCollector, DraHolders
 
 from . import api_pb2
 from .owners import DEFAULT_RESOURCE_PREFIXES, OwnerMap, collect_owners
@@ -82,6 +83,7 @@ _MAX_DETAIL_CHARS = 200
 # gRPC's words for an answer over max_receive_message_length: "... (17292108 vs. 16777216)".
 _TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. \d+\)")
 _EMPTY: OwnerMap = MappingProxyType({})
+_NO_DRA = DraHolders()
 
 
 class PodResourcesError(UserError):
@@ -210,6 +212,15 @@ def _list(
         channel.close()
 
 
+def _also(
+    pods: Iterator[api_pb2.PodResources], take: Callable[[api_pb2.PodResources], None]
+) -> Iterator[api_pb2.PodResources]:
+    """``pods``, each handed to ``take`` too (one pass over an answer decoded pod by pod)."""
+    for pod in pods:
+        take(pod)
+        yield pod
+
+
 def _undecodable(socket_path: str, err: Exception) -> PodResourcesError:
     return PodResourcesError(
         f"kubelet pod-resources socket {socket_path}: the answer is not a PodResources List "
@@ -292,6 +303,7 @@ class PodResourcesWatcher:
         self._lock = threading.Lock()  # guards the state below
         self._changed = threading.Condition(self._lock)
         self._owners: OwnerMap = _EMPTY
+        self._dra: DraHolders = _NO_DRA  # devices held through ResourceClaims
         self._owners_at: float | None = None  # clock() of the refresh that produced _owners
         self._healthy: bool | None = None  # None until the first refresh: first state change
         self._last_error: str | None = None
@@ -348,6 +360,14 @@ class PodResourcesWatcher:
                 _log.warning("pod attribution: refresh thread did not stop; leaving it (daemon)")
             self._thread = None
 
+    def dra_holders(self) -> DraHolders:
+        """The latest answer's DRA holders (``dynamic_resources`` of ``gpu.nvidia.com``).
+
+        Kept and dropped with the owner map: empty once the mapping went stale.
+        """
+        with self._lock:
+            return _NO_DRA if self._current()[1] else self._dra
+
     def owners(self) -> OwnerMap:
         """Return the latest device → owners mapping (read-only; empty when unknown).
 
@@ -400,10 +420,13 @@ class PodResourcesWatcher:
             error: str | None = None
             owners: OwnerMap = _EMPTY
             note: str | None = None
+            dra = DraCollector()
             try:
                 answer = _list(self._socket_path, timeout=self._timeout, register=self._set_channel)
                 try:  # one pod decoded at a time: see .wire
-                    taken = collect_owners(iter_pods(answer), resource_prefixes=self._prefixes)
+                    taken = collect_owners(
+                        _also(iter_pods(answer), dra.add), resource_prefixes=self._prefixes
+                    )
                 except (WireError, DecodeError) as err:
                     raise _undecodable(self._socket_path, err) from err
                 del answer
@@ -422,6 +445,9 @@ class PodResourcesWatcher:
                 and threading.current_thread() is self._thread
             ):
                 return self.status()  # cancelled by stop(): not a kubelet failure
+            if error is None:
+                with self._lock:
+                    self._dra = dra.result()
             self._record(owners, error, duration, note)
         return self.status()
 

@@ -139,6 +139,7 @@ class NvmlBackend:
                 # Before any reading's error: the missing privilege is the line to log.
                 if gpu.privilege_error is not None:
                     errors.note("nvml", f"GPU {gpu.index}: {gpu.privilege_error}")
+            self._look_for_new_instances(errors)
             readings = []
             for gpu in list(self._gpus):
                 reading = self._read_gpu_retrying(gpu, errors, with_energy=with_energy)
@@ -186,6 +187,8 @@ class NvmlBackend:
         h = gpu.handle
         if gpu.profiles_error is not None:
             errors.note("nvml", f"GPU {gpu.index}: {gpu.profiles_error}")
+        if gpu.minor_error is not None:
+            errors.note("nvml", f"GPU {gpu.index}: {gpu.minor_error}")
         power_mw = self._value(errors, "nvml", gpu, lambda: self._nvml.nvmlDeviceGetPowerUsage(h))
         memory = self._value(
             errors,
@@ -214,6 +217,7 @@ class NvmlBackend:
             activity=activity,
             instances=slices,
             mig_profiles=gpu.profiles,
+            minor=gpu.minor,
         )
 
     def _read_slice(self, gpu: NvmlGpu, s: NvmlSlice, errors: CycleErrors) -> MigReading:
@@ -274,6 +278,35 @@ class NvmlBackend:
                 free_gpm(gpu)
         self._gpus = fresh
         self._enumerated_at = self._clock()
+
+    def _look_for_new_instances(self, errors: CycleErrors) -> None:
+        """Re-enumerate a MIG GPU at once when a GPU instance was created on it since.
+
+        NVIDIA's DRA driver creates a GPU instance per claim (DynamicMIG); the handles of the
+        others stay valid, so no stale handle says so. MIG devices are indexed densely in GI
+        id order (``nvidia-smi -L``), so one call per MIG GPU per cycle tells: a device at
+        index ``len(slices)``. A destroyed one is caught by its stale handle on reading; the
+        full re-enumeration every ``enumerate_interval`` catches anything else.
+        """
+        for gpu in list(self._gpus):
+            if not gpu.mig_enabled:
+                continue
+            try:
+                self._call(
+                    self._nvml.nvmlDeviceGetMigDeviceHandleByIndex, gpu.handle, len(gpu.slices)
+                )
+            except self._nvml.NVMLError as exc:
+                if code_of(exc) in SESSION_GONE:
+                    raise
+                continue  # NOT_FOUND: nothing new (anything else shows on reading)
+            log.info("GPU %d (%s): new MIG device; re-enumerating", gpu.index, gpu.uuid)
+            try:
+                fresh = self._enumerator.gpu(gpu.index, {gpu.uuid: gpu})
+            except self._nvml.NVMLError as exc:
+                if code_of(exc) in SESSION_GONE:
+                    raise
+                continue  # reading it says what is wrong
+            self._gpus = [fresh if g is gpu else g for g in self._gpus]
 
     def _refresh_gpu(self, gpu: NvmlGpu, errors: CycleErrors) -> NvmlGpu | None:
         """Re-enumerate one GPU after a stale handle; replace it in the list."""

@@ -79,6 +79,12 @@ class NvmlGpu(GpuIdentity):
     """Why the last read of the profile table failed (it is read again next enumeration)."""
     profiles_refused: frozenset[str] = frozenset()
     """NVML calls that said NO_PERMISSION while the profile table was read (kept with it)."""
+    minor: int | None = None
+    """``/dev/nvidia<minor>`` (``nvmlDeviceGetMinorNumber``): NVIDIA's DRA driver names GPUs by
+    it. None where NVML does not say."""
+    minor_error: str | None = None
+    """Why the minor number could not be read (an error, not an absence): DRA devices of this
+    GPU cannot be attributed until it is read again, next enumeration."""
     slices_refused: frozenset[str] = frozenset()
     """NVML calls that said NO_PERMISSION while this enumeration listed the GPU instances."""
 
@@ -152,6 +158,7 @@ class Enumerator:
             mig_enabled=mig_enabled,
             gpm_supported=gpm_supported,
         )
+        gpu.minor, gpu.minor_error = self._minor(handle)
         previous = old.get(uuid)
         same_mode = previous is not None and previous.mig_enabled == mig_enabled
         if previous is not None:
@@ -194,6 +201,18 @@ class Enumerator:
                 raise
             gpu.profiles = previous.profiles if previous is not None else ()
             gpu.profiles_error = f"MIG profile table: {exc}"
+
+    def _minor(self, handle: Any) -> tuple[int | None, str | None]:
+        """The GPU's minor number, and why it could not be read (None when it was, or absent)."""
+        try:
+            return int(self._call(self._nvml.nvmlDeviceGetMinorNumber, handle)), None
+        except self._nvml.NVMLError as exc:
+            code = code_of(exc)
+            if code in (GPU_IS_LOST, *SESSION_GONE):
+                raise
+            if code in ABSENT:
+                return None, None
+            return None, f"minor number (for DRA attribution): {exc}"
 
     def _mig_mode(self, handle: Any) -> bool | None:
         """MIG enabled (True) or disabled (False); None on a GPU that is not MIG-capable."""
