@@ -161,16 +161,12 @@ def test_exporter_runs_from_its_wheels(exporter_venv: Venv) -> None:
     _build_info_version(out)
 
 
-@pytest.mark.xfail(
-    raises=AssertionError,
-    strict=True,
-    reason="exporter/src/migscope/exporter/runtime.py:_version() asks for the `migscope` "
-    "distribution's version, which an exporter-only install lacks (issue 23, item 1): "
-    "it publishes 0+unknown. Remove this mark when it asks for migscope-exporter.",
-)
 def test_exporter_build_info_is_its_own_distributions_version(exporter_venv: Venv) -> None:
+    """An exporter-only install published 0+unknown: it asked for the CLI's version."""
     out = exporter_venv.run(exporter_venv.bin("migscope-exporter"), "--backend", "sim", "--once")
     assert _build_info_version(out) == _version("exporter")
+    version = exporter_venv.run(exporter_venv.bin("migscope-exporter"), "--version")
+    assert version.strip() == f"migscope-exporter, version {_version('exporter')}"
 
 
 def test_full_set_installs_and_every_distribution_runs(

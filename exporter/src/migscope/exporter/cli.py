@@ -26,6 +26,7 @@ class ListenError(UserError):
 
 
 @click.command()
+@click.version_option(package_name="migscope-exporter", prog_name="migscope-exporter")
 @click.option(
     "--backend",
     type=click.Choice(["nvml", "dcgm", "sim"]),

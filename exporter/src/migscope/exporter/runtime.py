@@ -39,8 +39,9 @@ OwnerMap = Mapping[str, Sequence[Owner]]
 
 
 def _version() -> str:
+    """This distribution's version: an exporter-only install has no ``migscope`` (the CLI)."""
     try:
-        return metadata.version("migscope")
+        return metadata.version("migscope-exporter")
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         return "0+unknown"
 
