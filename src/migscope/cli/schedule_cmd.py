@@ -56,10 +56,10 @@ _Checks = list[tuple[tuple[str, ...], Callable[[], object]]]
 def _analyze_values(params: dict[str, Any]) -> _Checks:
     """What ``migscope analyze`` checks in its body before it reads anything, per flag.
 
-    Its ``--window``, ``--end`` and ``--what-if`` are strings to click and parsed when the
-    command runs; these are the same functions, so they fail here the same way.
+    Its ``--window``, ``--end``, ``--what-if`` and ``--headroom`` are strings to click and
+    parsed when the command runs; these are the same functions, so they fail here the same way.
     """
-    from migscope.cli.analyze_inputs import parse_end, parse_what_if, parse_window
+    from migscope.cli.analyze_inputs import parse_end, parse_headroom, parse_what_if, parse_window
 
     def one_source() -> None:
         named = [params[k] for k in ("source", "simulate", "prometheus") if params[k] is not None]
@@ -72,6 +72,7 @@ def _analyze_values(params: dict[str, Any]) -> _Checks:
         (("--window",), lambda: parse_window(params["window"])),
         (("--end",), lambda: parse_end(params["end"])),
         (("--what-if",), lambda: parse_what_if(params["what_if"])),
+        (("--headroom",), lambda: parse_headroom(params["headroom"])),
         ((), one_source),
     ]
 
