@@ -46,10 +46,10 @@ from migscope.applier.dra import (
     claimed_devices,
     dra_pods_at_risk,
     node_management,
-    profile_key,
     published_resources,
 )
 from migscope.applier.plan import GpuChange, NodeChange
+from migscope.core.dra_names import profile_key
 from migscope.kube import Kube
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real" / "dra"

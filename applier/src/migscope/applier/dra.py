@@ -23,28 +23,24 @@ re-create their GPUs under them. Here, from plain API objects (no client, tested
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from migscope.applier.plan import NodeChange
+from migscope.core.dra_names import NVIDIA_DRIVER, parse_device_name, profile_key
 
 __all__ = [
     "DRA_PLUGIN_LABELS",
-    "NVIDIA_DRIVER",
     "ClaimedDevice",
     "claim_names",
     "claimed_devices",
     "dra_pods_at_risk",
     "node_management",
-    "profile_key",
     "published_resources",
 ]
 
-NVIDIA_DRIVER = "gpu.nvidia.com"
-"""NVIDIA's DRA driver for GPUs and MIG devices (the ResourceSlices' ``spec.driver``)."""
 
 DRA_PLUGIN_LABELS: tuple[tuple[str, str], ...] = (
     ("dra-driver-nvidia-gpu-component", "kubelet-plugin"),  # the driver's Helm chart
@@ -53,28 +49,7 @@ DRA_PLUGIN_LABELS: tuple[tuple[str, str], ...] = (
 )
 """Labels of the GPU kubelet plugin's pods (docs/dra-sources.md §5a, §5b)."""
 
-_CANONICAL = re.compile(
-    r"^gpu-(?P<minor>\d+)-mig-(?P<pname>[a-z0-9-]*?[a-z][a-z0-9-]*)-(?P<id>\d+)-(?P<start>\d+)$"
-)
-"""``gpu-<minor>-mig-<profile, dots removed>-<GI profile id>-<placement start>`` (driver
-v25.12+, ``ToCanonicalName``). The profile part must hold a letter, so that the pre-v25.12
-form ``gpu-<minor>-mig-<GI profile id>-<start>-<size>`` (``gpu-1-mig-19-4-1``) never parses
-as a profile named ``19`` (the driver's own regex would)."""
-_LEGACY = re.compile(r"^gpu-(?P<minor>\d+)-mig-(?P<id>\d+)-(?P<start>\d+)-(?P<size>\d+)$")
-_WHOLE = re.compile(r"^gpu-(?P<minor>\d+)$")
-
 Kind = Literal["mig", "gpu", "unknown"]
-
-
-def profile_key(profile: str) -> str:
-    """A profile as the driver writes it in a device name: ``1g.18gb+me`` -> ``1g18gb-me``.
-
-    Dots removed, lower case, anything else outside ``[a-z0-9-]`` a ``-``, ``-`` trimmed
-    (``toRFC1123Compliant``). Catalogue names and slice attributes compare in this form;
-    ``+me`` and ``-me`` become alike, which can only make more pods at risk.
-    """
-    text = re.sub(r"[^a-z0-9-]", "-", profile.replace(".", "").lower())
-    return text.strip("-")
 
 
 @dataclass(frozen=True)
@@ -165,13 +140,10 @@ def _describe(driver: str, device: str, found: Device | None) -> tuple[Kind, str
         if kind == "gpu":
             return "gpu", "", "resourceslice"
     if driver == NVIDIA_DRIVER:
-        match = _CANONICAL.match(device)
-        if match:
-            return "mig", match["pname"], "device-name"
-        if _WHOLE.match(device):
-            return "gpu", "", "device-name"
-        if _LEGACY.match(device):
-            return "mig", "", "device-name"  # a MIG device of a profile known only by id
+        name = parse_device_name(device)
+        if name is not None:
+            # A pre-v25.12 name gives the profile by id only: a MIG device of unknown profile.
+            return name.kind, name.profile or "", "device-name"
     return "unknown", "", "none"
 
 

@@ -37,6 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from migscope.core.dra_names import NVIDIA_DRIVER, DeviceName, parse_device_name
+
 if TYPE_CHECKING:  # the module itself stays free of protobuf and gRPC (runtime imports it)
     from migscope.exporter.podresources import api_pb2
 
@@ -52,71 +54,15 @@ __all__ = [
     "parse_device_name",
 ]
 
-#: NVIDIA's DRA driver name (kubernetes-sigs/dra-driver-nvidia-gpu, DeviceClasses
-#: ``gpu.nvidia.com`` and ``mig.nvidia.com``; every device's driver is ``gpu.nvidia.com``).
-NVIDIA_DRIVER = "gpu.nvidia.com"
-
 #: DRA holders one answer may attribute: (container, device) pairs. A node has at most a few
 #: dozen devices; a device is held by one claim, which a few containers may share.
 MAX_HOLDERS = 1024
 
-_WHOLE = re.compile(r"^gpu-(?P<minor>\d+)$")
-_MIG = re.compile(r"^gpu-(?P<minor>\d+)-mig-(?P<middle>.+)-(?P<a>\d+)-(?P<b>\d+)$")
-_LEGACY_ID = re.compile(r"^\d+$")
-# What toRFC1123Compliant leaves of a profile name without dots: lower-case letters, digits
-# and inner dashes, and at least one letter (a profile name has its "g" and "gb").
-_PNAME = re.compile(r"^(?=[a-z0-9-]*[a-z])[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _CDI = re.compile(
     r"^k8s\.gpu\.nvidia\.com/claim="
     r"(?P<uid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"-(?P<device>.+)$"
 )
-
-
-@dataclass(frozen=True)
-class DeviceName:
-    """A ``gpu.nvidia.com`` device name taken apart.
-
-    Attributes:
-        kind: ``"gpu"`` (a whole GPU) or ``"mig"`` (a GPU instance).
-        form: ``"gpu"``, ``"canonical"`` (v25.12.0+) or ``"legacy"`` (v25.3-v25.8).
-        minor: The parent GPU's device minor (``nvmlDeviceGetMinorNumber``), not its index.
-        profile_id: NVML GI profile id (``nvidia-smi mig -lgip``'s ID); None for a GPU.
-        placement_start: GI placement start in NVML's units (``nvmlGpuInstanceGetInfo``'s
-            ``placement.start``); None for a GPU.
-        profile: The name's profile part (``1g12gb``), canonical form only.
-        placement_size: The placement size, legacy form only.
-    """
-
-    kind: Literal["gpu", "mig"]
-    form: Literal["gpu", "canonical", "legacy"]
-    minor: int
-    profile_id: int | None = None
-    placement_start: int | None = None
-    profile: str | None = None
-    placement_size: int | None = None
-
-
-def parse_device_name(name: str) -> DeviceName | None:
-    """Read a ``gpu.nvidia.com`` device name; None when it is in no form the driver emits.
-
-    None for the names NVIDIA's docs illustrate but no driver emits (``gpu-0-mig-1g.5gb-0``:
-    dots are not allowed in a DRA device name), for development-era names
-    (``gpu-0-mig-1g24gb-0``), VFIO devices (``gpu-vfio-0``) and anything else.
-    """
-    whole = _WHOLE.match(name)
-    if whole:
-        return DeviceName("gpu", "gpu", int(whole.group("minor")))
-    mig = _MIG.match(name)
-    if not mig:
-        return None
-    minor, middle = int(mig.group("minor")), mig.group("middle")
-    a, b = int(mig.group("a")), int(mig.group("b"))
-    if _LEGACY_ID.match(middle):  # gpu-<minor>-mig-<id>-<start>-<size>
-        return DeviceName("mig", "legacy", minor, int(middle), a, placement_size=b)
-    if _PNAME.match(middle):
-        return DeviceName("mig", "canonical", minor, a, b, profile=middle)
-    return None
 
 
 def parse_cdi_device(cdi: str) -> tuple[str, str] | None:
