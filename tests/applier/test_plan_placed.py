@@ -130,18 +130,26 @@ def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
     assert plan.profiles_now["gpu-a"] == {"3g.71gb", "2g.35gb"}
 
 
-def test_drain_refuses_to_strand_a_pod_whose_profile_the_pool_loses() -> None:
-    """Issue 22, item 2: a pod still asking for a profile that no GPU of its pool offers
-    after the plan stays Pending once evicted; the applier refuses in one line unless
-    ``--allow-stranding``, and not when another node of the pool keeps the profile."""
+def _both_gpus_to_two_3g() -> ApplyPlan:
+    """gpu-a's two GPUs both become 3g.71gb x2: its pool (gpu-a alone) loses 2g.35gb."""
     from applier.cluster import BALANCED, TARGET, TWO_3G
     from migscope.applier.plan import GpuChange, NodeChange
 
     both = NodeChange(
         "gpu-a", TARGET, gpus=(GpuChange(0, BALANCED, TWO_3G), GpuChange(1, BALANCED, TWO_3G))
     )
-    configs = _two_3g_everywhere()
-    alone = ApplyPlan("test", (both,), configs, provenance(age_s=0), pools={"gpu-a": "h200"})
+    return ApplyPlan(
+        "test", (both,), _two_3g_everywhere(), provenance(age_s=0), pools={"gpu-a": "h200"}
+    )
+
+
+def test_drain_refuses_to_strand_a_pod_whose_profile_the_pool_loses() -> None:
+    """Issue 22, item 2: a pod still asking for a profile that no GPU of its pool offers
+    after the plan stays Pending once evicted; the applier refuses in one line unless
+    ``--allow-stranding``, and not when another node of the pool keeps the profile."""
+    from applier.cluster import BALANCED
+
+    alone = _both_gpus_to_two_3g()
     with running_cluster() as c:
         _pods(c, ("serve", 1))
         (out,) = c.applier(drain=True).run(alone).outcomes
@@ -160,16 +168,8 @@ def test_drain_refuses_to_strand_a_pod_whose_profile_the_pool_loses() -> None:
 
 
 def test_allow_stranding_evicts_all_the_same() -> None:
-    from applier.cluster import BALANCED, TARGET, TWO_3G
-    from migscope.applier.plan import GpuChange, NodeChange
-
-    both = NodeChange(
-        "gpu-a", TARGET, gpus=(GpuChange(0, BALANCED, TWO_3G), GpuChange(1, BALANCED, TWO_3G))
-    )
-    configs = _two_3g_everywhere()
-    plan = ApplyPlan("test", (both,), configs, provenance(age_s=0), pools={"gpu-a": "h200"})
     with running_cluster() as c:
         _pods(c, ("serve", 1))
-        (out,) = c.applier(drain=True, allow_stranding=True).run(plan).outcomes
+        (out,) = c.applier(drain=True, allow_stranding=True).run(_both_gpus_to_two_3g()).outcomes
         assert out.result == "applied", out.reason
         assert c.api.list("v1", "Pod", namespace="ml") == []
