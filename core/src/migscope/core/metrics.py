@@ -83,6 +83,12 @@ def _m(
     return MetricSpec(f"{PREFIX}_{name}", type_, unit, labels, help_, source)
 
 
+_INTEGRAL = (
+    " Integrated by the sampler from the same GPM windows as the ratio (each window's ratio x its"
+    " length, added to the integral at the window's start), so rate() over any range is the exact"
+    " mean over that range, whatever the scrape interval; starts at 0 when the exporter first sees"
+)
+
 _GPM = "NVML GPM (nvmlGpmMigSampleGet/nvmlGpmSampleGet + nvmlGpmMetricsGet, two samples one interval apart) or DCGM field"
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -136,12 +142,32 @@ METRICS: tuple[MetricSpec, ...] = (
         _GPM + " 1001",
     ),
     _m(
+        "gpu_graphics_active_seconds_total",
+        "counter",
+        "seconds",
+        GPU_LABELS,
+        "Seconds the graphics/compute engine was active, whole GPU (MIG disabled only): the integral over time of migscope_gpu_graphics_active_ratio."
+        + _INTEGRAL
+        + " the GPU, and again when MIG is switched off.",
+        "integral of migscope_gpu_graphics_active_ratio (" + _GPM + ")",
+    ),
+    _m(
         "gpu_sm_active_ratio",
         "gauge",
         "ratio",
         GPU_LABELS,
         "Fraction of SM cycles with at least one warp resident, whole GPU (MIG disabled only).",
         _GPM + " 1002",
+    ),
+    _m(
+        "gpu_sm_active_seconds_total",
+        "counter",
+        "seconds",
+        GPU_LABELS,
+        "SM-seconds with a warp resident, as a fraction of all SMs (seconds of full SM activity), whole GPU (MIG disabled only): the integral over time of migscope_gpu_sm_active_ratio."
+        + _INTEGRAL
+        + " the GPU, and again when MIG is switched off.",
+        "integral of migscope_gpu_sm_active_ratio (" + _GPM + ")",
     ),
     _m(
         "gpu_tensor_active_ratio",
@@ -152,12 +178,32 @@ METRICS: tuple[MetricSpec, ...] = (
         _GPM + " 1004",
     ),
     _m(
+        "gpu_tensor_active_seconds_total",
+        "counter",
+        "seconds",
+        GPU_LABELS,
+        "Seconds of full tensor-pipe activity, whole GPU (MIG disabled only): the integral over time of migscope_gpu_tensor_active_ratio."
+        + _INTEGRAL
+        + " the GPU, and again when MIG is switched off.",
+        "integral of migscope_gpu_tensor_active_ratio (" + _GPM + ")",
+    ),
+    _m(
         "gpu_dram_active_ratio",
         "gauge",
         "ratio",
         GPU_LABELS,
         "Fraction of peak DRAM bandwidth used, whole GPU (MIG disabled only).",
         _GPM + " 1005",
+    ),
+    _m(
+        "gpu_dram_active_seconds_total",
+        "counter",
+        "seconds",
+        GPU_LABELS,
+        "Seconds at full DRAM bandwidth (bandwidth used integrated over time, as a fraction of peak), whole GPU (MIG disabled only): the integral over time of migscope_gpu_dram_active_ratio."
+        + _INTEGRAL
+        + " the GPU, and again when MIG is switched off.",
+        "integral of migscope_gpu_dram_active_ratio (" + _GPM + ")",
     ),
     _m(
         "gpu_compute_slices",
@@ -265,12 +311,32 @@ METRICS: tuple[MetricSpec, ...] = (
         _GPM + " 1001",
     ),
     _m(
+        "mig_graphics_active_seconds_total",
+        "counter",
+        "seconds",
+        MIG_LABELS,
+        "Seconds the graphics/compute engine was active, per slice: the integral over time of migscope_mig_graphics_active_ratio."
+        + _INTEGRAL
+        + " the slice, and again when its GPU instance is re-created (new mig_uuid).",
+        "integral of migscope_mig_graphics_active_ratio (" + _GPM + ")",
+    ),
+    _m(
         "mig_sm_active_ratio",
         "gauge",
         "ratio",
         MIG_LABELS,
         "Fraction of the slice's SM cycles with a warp resident.",
         _GPM + " 1002",
+    ),
+    _m(
+        "mig_sm_active_seconds_total",
+        "counter",
+        "seconds",
+        MIG_LABELS,
+        "SM-seconds with a warp resident, as a fraction of all SMs (seconds of full SM activity), per slice: the integral over time of migscope_mig_sm_active_ratio."
+        + _INTEGRAL
+        + " the slice, and again when its GPU instance is re-created (new mig_uuid).",
+        "integral of migscope_mig_sm_active_ratio (" + _GPM + ")",
     ),
     _m(
         "mig_sm_occupancy_ratio",
@@ -289,12 +355,32 @@ METRICS: tuple[MetricSpec, ...] = (
         _GPM + " 1004",
     ),
     _m(
+        "mig_tensor_active_seconds_total",
+        "counter",
+        "seconds",
+        MIG_LABELS,
+        "Seconds of full tensor-pipe activity, per slice: the integral over time of migscope_mig_tensor_active_ratio."
+        + _INTEGRAL
+        + " the slice, and again when its GPU instance is re-created (new mig_uuid).",
+        "integral of migscope_mig_tensor_active_ratio (" + _GPM + ")",
+    ),
+    _m(
         "mig_dram_active_ratio",
         "gauge",
         "ratio",
         MIG_LABELS,
         "Fraction of the slice's share of peak DRAM bandwidth used.",
         _GPM + " 1005",
+    ),
+    _m(
+        "mig_dram_active_seconds_total",
+        "counter",
+        "seconds",
+        MIG_LABELS,
+        "Seconds at full DRAM bandwidth (bandwidth used integrated over time, as a fraction of peak), per slice: the integral over time of migscope_mig_dram_active_ratio."
+        + _INTEGRAL
+        + " the slice, and again when its GPU instance is re-created (new mig_uuid).",
+        "integral of migscope_mig_dram_active_ratio (" + _GPM + ")",
     ),
     _m(
         "mig_memory_used_bytes",

@@ -219,6 +219,15 @@ _ACTIVITY_METRICS = (
 )
 
 
+_ACTIVE_SECONDS_METRICS = (
+    ("graphics", "graphics_active_seconds_total"),
+    ("sm_active", "sm_active_seconds_total"),
+    ("tensor", "tensor_active_seconds_total"),
+    ("dram", "dram_active_seconds_total"),
+)
+"""The activity integrals (:class:`~migscope.exporter.model.ActiveSeconds`) and their counters."""
+
+
 class SnapshotCollector:
     """A prometheus_client collector over the sampler's snapshot and the pod owners.
 
@@ -314,6 +323,9 @@ class SnapshotCollector:
             for attr, suffix in _ACTIVITY_METRICS:
                 if attr != "sm_occupancy":  # not part of the whole-GPU contract
                     _maybe(out, f"gpu_{suffix}", ids, getattr(gpu.activity, attr))
+        if gpu.active_seconds is not None and not gpu.mig_enabled:
+            for attr, suffix in _ACTIVE_SECONDS_METRICS:
+                _maybe(out, f"gpu_{suffix}", ids, getattr(gpu.active_seconds, attr))
         if gpu.mig_enabled:
             _maybe(out, "gpu_compute_slices", ids, gpu.compute_slices)
             _maybe(out, "gpu_compute_slices_free", ids, gpu.compute_slices_free)
@@ -346,6 +358,9 @@ class SnapshotCollector:
         activity = inst.activity or Activity()
         for attr, suffix in _ACTIVITY_METRICS:
             _maybe(out, f"mig_{suffix}", ids, getattr(activity, attr))
+        if inst.active_seconds is not None:
+            for attr, suffix in _ACTIVE_SECONDS_METRICS:
+                _maybe(out, f"mig_{suffix}", ids, getattr(inst.active_seconds, attr))
         _maybe(out, "mig_memory_used_bytes", ids, inst.memory_used_bytes)
         _maybe(out, "mig_memory_total_bytes", ids, inst.memory_total_bytes)
         _maybe(out, "mig_processes", ids, inst.processes)

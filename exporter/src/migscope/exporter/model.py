@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 __all__ = [
+    "ActiveSeconds",
     "Activity",
     "CollectorStatus",
     "GpuReading",
@@ -37,6 +38,22 @@ class Activity:
     tensor: float | None = None
     dram: float | None = None
     window_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ActiveSeconds:
+    """Activity integrated over time (``*_active_seconds_total``), as node_exporter counts CPU.
+
+    Seconds of full activity since the exporter first saw the GPU or slice: the integral of
+    the matching :class:`Activity` ratio, accumulated by the sampler from the same GPM
+    windows, so ``rate()`` over any range is the exact mean activity over that range,
+    whatever the scrape interval. None until the ratio has had a value once.
+    """
+
+    graphics: float | None = None
+    sm_active: float | None = None
+    tensor: float | None = None
+    dram: float | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +126,7 @@ class MigReading:
     power_estimated_watts: float | None = None
     energy_estimated_joules: float | None = None
     memory_reserved_bytes: int | None = None
+    active_seconds: ActiveSeconds | None = None
 
     def with_estimates(self, watts: float, joules: float) -> MigReading:
         """A copy carrying the sampler's power and energy estimates.
@@ -121,6 +139,12 @@ class MigReading:
         copy.__dict__.update(
             self.__dict__, power_estimated_watts=watts, energy_estimated_joules=joules
         )
+        return copy
+
+    def with_active_seconds(self, active: ActiveSeconds | None) -> MigReading:
+        """A copy carrying the sampler's activity integrals (copied as :meth:`with_estimates`)."""
+        copy = object.__new__(MigReading)
+        copy.__dict__.update(self.__dict__, active_seconds=active)
         return copy
 
 
@@ -154,6 +178,7 @@ class GpuReading:
     mig_profiles: tuple[MigProfileInfo, ...] = ()
     memory_reserved_bytes: int | None = None
     minor: int | None = None
+    active_seconds: ActiveSeconds | None = None
 
     @property
     def compute_slices_free(self) -> int | None:

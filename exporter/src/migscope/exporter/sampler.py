@@ -16,16 +16,104 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
 from migscope.exporter.backends.base import Backend, BackendError, BackendReading
-from migscope.exporter.model import CollectorStatus, GpuReading, MigReading, Snapshot
+from migscope.exporter.model import (
+    ActiveSeconds,
+    Activity,
+    CollectorStatus,
+    GpuReading,
+    MigReading,
+    Snapshot,
+)
 from migscope.exporter.power import SliceLoad, split_power
 
-__all__ = ["Sampler"]
+__all__ = ["ActiveIntegral", "Sampler"]
 
 log = logging.getLogger(__name__)
+
+
+_INTEGRATED = ("graphics", "sm_active", "tensor", "dram")
+"""The :class:`Activity` ratios also published as ``*_active_seconds_total`` counters."""
+
+MATCH_SLACK = 0.05
+"""Seconds a window's start may miss a cycle the sampler recorded and still be taken for it
+(the GPM reader's SLACK: the backend reads its clock a little after the sampler does)."""
+
+_HISTORY_MAX = 1024
+"""Cycles remembered per GPU or slice at most (the window's start must be among them)."""
+
+
+class ActiveIntegral:
+    """One GPU's or slice's activity integrals (seconds of full activity since first seen).
+
+    GPM publishes a mean over a window ``[t - w, t]`` that slides every cycle, not the mean
+    since the last cycle; summing ``ratio x cycle`` would integrate a moving average (late and
+    smeared by ``w``). Instead the integral at each cycle ``t`` is the integral at the cycle
+    the window started from, ``t - w`` (a cycle of this owner, recorded here), plus
+    ``ratio x w``: exact, because GPM's ratio over a window is the hardware's own count of
+    active time in it. A window whose start is not a recorded cycle (the backend's window
+    does not say, as DCGM's; a cycle missed) adds ``ratio x (time since the last refresh)``
+    instead. The integral never decreases (a rounding that would lower it is held flat).
+    """
+
+    __slots__ = ("_history", "_last", "_seen", "_totals")
+
+    def __init__(self, now: float) -> None:
+        self._totals = [0.0] * len(_INTEGRATED)
+        self._seen = [False] * len(_INTEGRATED)
+        self._history: deque[tuple[float, tuple[float, ...]]] = deque(maxlen=_HISTORY_MAX)
+        self._history.append((now, tuple(self._totals)))
+        self._last: Activity | None = None
+
+    def update(self, activity: Activity | None, now: float) -> ActiveSeconds | None:
+        """Add this cycle's window (if refreshed) and return the integrals (None: never known)."""
+        if activity is None:
+            # No window this cycle (a new GPM ring's first sample, a failed read): a window
+            # may start here next cycle, from what is known now.
+            self._last = None
+            if self._history[-1][0] != now:
+                self._history.append((now, tuple(self._totals)))
+        elif activity is not self._last:  # the same object: republished between refreshes
+            self._last = activity
+            self._add(activity, now)
+        if not any(self._seen):
+            return None
+        return ActiveSeconds(
+            *(t if seen else None for t, seen in zip(self._totals, self._seen, strict=True))
+        )
+
+    def _add(self, activity: Activity, now: float) -> None:
+        history = self._history
+        base: tuple[float, ...] | None = None
+        span = activity.window_seconds
+        if span is not None:
+            start = now - span
+            for t, totals in reversed(history):
+                if abs(t - start) <= MATCH_SLACK:
+                    base = totals
+                    break
+                if t < start - MATCH_SLACK:
+                    break
+        if base is None:
+            t_last, base = history[-1]
+            span = max(now - t_last, 0.0)
+        assert span is not None
+        for i, attr in enumerate(_INTEGRATED):
+            ratio = getattr(activity, attr)
+            if ratio is None:
+                continue
+            self._seen[i] = True
+            value = base[i] + ratio * span
+            if value > self._totals[i]:
+                self._totals[i] = value
+        history.append((now, tuple(self._totals)))
+        horizon = now - 2 * (activity.window_seconds or 0.0) - 2.0
+        while len(history) > 1 and history[0][0] < horizon:
+            history.popleft()
 
 
 class Sampler:
@@ -66,6 +154,7 @@ class Sampler:
         self._energy_due = 0.0
         self._min_power: dict[str, float] = {}
         self._slice_energy: dict[tuple[str, int, str], float] = {}
+        self._integrals: dict[tuple[str, int, str], ActiveIntegral] = {}
         self._last_cycle: float | None = None
         self._last_error: str | None = None
         self._backend_down_since: float | None = None
@@ -153,12 +242,52 @@ class Sampler:
         for key in list(self._slice_energy):
             if key not in seen:  # slice destroyed: its estimate starts again if it returns
                 del self._slice_energy[key]
+        gpus = self._with_active_seconds(gpus, now)
         return Snapshot(
             taken_at=self._wall(),
             driver_version=reading.driver_version,
             gpus=gpus,
             collectors=reading.statuses,
         )
+
+    def _with_active_seconds(
+        self, gpus: tuple[GpuReading, ...], now: float
+    ) -> tuple[GpuReading, ...]:
+        """Integrate each GPU's (MIG off) and slice's activity; forget what vanished.
+
+        A slice is keyed by its GPU, GI id and MIG UUID, a GPU by its UUID (and MIG off), so
+        a re-created GPU instance (new MIG UUID) or a GPU switched to MIG starts again at 0.
+        """
+        integrals = self._integrals
+        seen: set[tuple[str, int, str]] = set()
+        out: list[GpuReading] = []
+        for gpu in gpus:
+            if not gpu.mig_enabled:
+                key = (gpu.uuid, -1, "")
+                seen.add(key)
+                integral = integrals.get(key)
+                if integral is None:
+                    integral = integrals[key] = ActiveIntegral(now)
+                active = integral.update(gpu.activity, now)
+                out.append(gpu if active is None else replace(gpu, active_seconds=active))
+                continue
+            if not gpu.instances:
+                out.append(gpu)
+                continue
+            instances: list[MigReading] = []
+            for inst in gpu.instances:
+                key = (gpu.uuid, inst.gpu_instance_id, inst.mig_uuid)
+                seen.add(key)
+                integral = integrals.get(key)
+                if integral is None:
+                    integral = integrals[key] = ActiveIntegral(now)
+                active = integral.update(inst.activity, now)
+                instances.append(inst if active is None else inst.with_active_seconds(active))
+            out.append(replace(gpu, instances=tuple(instances)))
+        for key in list(integrals):
+            if key not in seen:  # re-created or gone: a new counter if it comes back
+                del integrals[key]
+        return tuple(out)
 
     def _with_power(
         self, gpu: GpuReading, dt: float, seen: set[tuple[str, int, str]]
