@@ -9,7 +9,15 @@ Reports, from one run (the machine is shared and noisy, so ratios matter more th
   the per-call latencies measured on a real H200 (tests/fixtures/h200/*.json);
 * peak RSS of the ``migscope exporter`` process serving that node (target <= 60 MiB).
 
-Run: ``.venv/bin/python bench/exporter_bench.py [--scrapes 5000]``.
+``--versus-static N`` instead measures scrape latency against a static file server of the same
+bytes (Python's ``http.server``, HTTP/1.1 keep-alive, in its own process), interleaved: each
+round scrapes the exporter and the static server once each, in alternating order, over one
+keep-alive connection each, so both see the same machine noise; p50/p99 of each and their
+ratios (issue 24's target: p99 <= 1.0x). ``--gzip`` asks both for gzip (Prometheus does; the
+static server sends the same exposition gzipped once, ahead of time).
+
+Run: ``.venv/bin/python bench/exporter_bench.py [--scrapes 5000]``, or
+``.venv/bin/python bench/exporter_bench.py --versus-static 400 [--gzip]``.
 """
 
 from __future__ import annotations
@@ -244,11 +252,118 @@ def scrapes(tmp: Path, n: int) -> dict[str, Any]:
     }
 
 
+_STATIC_SERVER = r"""
+import gzip, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+body = open(sys.argv[1], "rb").read()
+zipped = gzip.compress(body, compresslevel=1)
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        data = zipped if "gzip" in self.headers.get("Accept-Encoding", "") else body
+        head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+        if data is zipped:
+            head += "Content-Encoding: gzip\r\n"
+        head += f"Content-Length: {len(data)}\r\n\r\n"
+        self.wfile.write(head.encode() + data)  # one write: no Nagle/delayed-ACK stall
+    def log_message(self, *args):
+        pass
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    def handle_error(self, request, client_address):
+        pass
+server = Server(("127.0.0.1", int(sys.argv[2])), Handler)
+server.serve_forever()
+"""
+
+
+def _wait_ready(port: int, path: str) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path)
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing answered on port {port}")
+
+
+def versus_static(tmp: Path, n: int, gzip: bool) -> dict[str, Any]:
+    """Scrape latency of the exporter against a static server of the same bytes, interleaved."""
+    port, static_port = _free_port(), _free_port()
+    exporter = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("migscope")),
+            "exporter",
+            "--backend",
+            "sim",
+            "--scenario",
+            str(scenario(tmp)),
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    static = None
+    headers = {"Accept": "text/plain;version=0.0.4"}
+    if gzip:
+        headers["Accept-Encoding"] = "gzip"
+    try:
+        _wait_ready(port, "/healthz")
+        time.sleep(2.5)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/metrics", headers={"Accept": "text/plain;version=0.0.4"})
+        body = conn.getresponse().read()
+        (tmp / "exposition.prom").write_bytes(body)
+        static = subprocess.Popen(
+            [sys.executable, "-c", _STATIC_SERVER, str(tmp / "exposition.prom"), str(static_port)]
+        )
+        _wait_ready(static_port, "/")
+        other = http.client.HTTPConnection("127.0.0.1", static_port, timeout=10)
+        times: dict[str, list[float]] = {"exporter": [], "static": []}
+        sizes: dict[str, int] = {}
+        for i in range(n + 50):
+            pair = [("exporter", conn), ("static", other)]
+            for name, c in pair if i % 2 else reversed(pair):
+                t0 = time.perf_counter()
+                c.request("GET", "/metrics", headers=headers)
+                sizes[name] = len(c.getresponse().read())
+                if i >= 50:  # after warm-up
+                    times[name].append((time.perf_counter() - t0) * 1000)
+    finally:
+        exporter.terminate()
+        exporter.wait(timeout=20)
+        if static is not None:
+            static.terminate()
+            static.wait(timeout=20)
+    out: dict[str, Any] = {"rounds": n, "gzip": gzip, "bytes": sizes}
+    for name, values in times.items():
+        values.sort()
+        out[name] = {
+            "p50_ms": round(values[len(values) // 2], 3),
+            "p99_ms": round(values[int(len(values) * 0.99) - 1], 3),
+            "max_ms": round(values[-1], 3),
+        }
+    out["ratio_p50"] = round(out["exporter"]["p50_ms"] / out["static"]["p50_ms"], 2)
+    out["ratio_p99"] = round(out["exporter"]["p99_ms"] / out["static"]["p99_ms"], 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scrapes", type=int, default=5000)
     parser.add_argument("--cycles", type=int, default=200)
+    parser.add_argument("--versus-static", type=int, metavar="N", default=0)
+    parser.add_argument("--gzip", action="store_true")
     args = parser.parse_args()
+    if args.versus_static:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = versus_static(Path(tmp), args.versus_static, args.gzip)
+        print(json.dumps(result, indent=1))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         report = {
             "node": "8 x H100-80GB, 7 x 1g.10gb each, 56 pods (simulated NVML)",

@@ -68,6 +68,8 @@ class Owner(Protocol):
 
 
 OwnerMap = Mapping[str, Sequence[Owner]]
+_Inputs = tuple[Snapshot | None, OwnerMap, tuple[CollectorStatus, ...]]
+"""What one render reads: snapshot, owners (DRA merged), the extra collector statuses."""
 
 DraMerge = Callable[[Snapshot | None, OwnerMap], OwnerMap]
 """Adds the owners of devices held through DRA, resolved against the snapshot being rendered,
@@ -263,6 +265,7 @@ class SnapshotCollector:
         self._backend = backend
         self._version = version
         self._dcgm = dcgm
+        self._rendered: tuple[_Inputs, bytes] | None = None
 
     def describe(self) -> list[Metric]:
         """Nothing up front: families depend on the hardware found (skips a first collect)."""
@@ -271,29 +274,47 @@ class SnapshotCollector:
     def collect(self) -> Iterator[Metric]:
         """This scrape's families, for a prometheus_client registry."""
         out = _Families()
-        snap, owners = self._walk(out)
+        snap, owners, _ = self._walk(out)
         yield from out
         if self._dcgm is not None and snap is not None:
             yield from self._dcgm.metrics(snap, owners)
 
     def render_text(self) -> bytes:
-        """This scrape in the text exposition format 0.0.4: what :meth:`collect` says, faster."""
+        """This scrape in the text exposition format 0.0.4: what :meth:`collect` says, faster.
+
+        Rendered once per set of inputs: while the snapshot and the owner map are the same
+        objects and the extra statuses are equal, every call returns the same bytes object
+        (issue 24: a scrape costs no render between two sampling cycles, and callers may
+        cache what they derive from it, e.g. a gzipped copy, by its identity). Whatever the
+        render reads must come from :meth:`_inputs`.
+        """
+        inputs = self._inputs()
+        cached = self._rendered
+        if cached is not None and _same_inputs(cached[0], inputs):
+            return cached[1]
         out = _TextLines()
-        snap, owners = self._walk(out)
+        snap, owners, _ = self._walk(out, inputs)
         text = out.text()
         if self._dcgm is not None and snap is not None:
             text += self._dcgm.text(snap, owners)
-        return text.encode()
+        body = text.encode()
+        self._rendered = (inputs, body)
+        return body
 
-    def _walk(self, out: _Sink) -> tuple[Snapshot | None, OwnerMap]:
-        """Add every series of the latest snapshot to ``out``, once."""
-        build = (self._version, platform.python_version(), self._backend)
-        out.add("exporter_build_info", _NO_IDS, build, 1)
+    def _inputs(self) -> _Inputs:
+        """The latest snapshot, owner map (DRA holders merged) and extra statuses."""
         snap = self._snapshot()
         owners = self._owners()
         if self._dra is not None:
             owners = self._dra(snap, owners)
-        for status in [*(snap.collectors if snap else ()), *self._statuses()]:
+        return snap, owners, tuple(self._statuses())
+
+    def _walk(self, out: _Sink, inputs: _Inputs | None = None) -> _Inputs:
+        """Add every series of ``inputs`` (default: the latest) to ``out``, once."""
+        build = (self._version, platform.python_version(), self._backend)
+        out.add("exporter_build_info", _NO_IDS, build, 1)
+        snap, owners, statuses = self._inputs() if inputs is None else inputs
+        for status in [*(snap.collectors if snap else ()), *statuses]:
             ids = _Ids(("collector",), (status.name,))
             out.add("collector_success", ids, (), 1.0 if status.success else 0.0)
             out.add("collector_duration_seconds", ids, (), status.duration_seconds)
@@ -302,7 +323,7 @@ class SnapshotCollector:
         if snap is not None:
             for gpu in snap.gpus:
                 self._gpu(out, gpu, snap.driver_version, owners)
-        return snap, owners
+        return snap, owners, statuses
 
     def _gpu(self, out: _Sink, gpu: GpuReading, driver: str, owners: OwnerMap) -> None:
         ids = _Ids(GPU_LABELS, (str(gpu.index), gpu.uuid))
@@ -370,6 +391,16 @@ class SnapshotCollector:
 
 _PROFILE_TABLE_IDS = _SPECS["gpu_mig_profile_info"].labels[:2]
 """``gpu``, ``gpu_uuid``: the profile table names its GPU as the slice families do."""
+
+
+def _same_inputs(a: _Inputs, b: _Inputs) -> bool:
+    """The snapshot by identity (replaced each cycle, never changed), the rest by value.
+
+    Owners by identity first: the kubelet watcher and the DRA merge hand out the same map
+    until it changes; a source that builds a new map per call (the simulator's) is compared
+    by value, which costs far less than a render.
+    """
+    return a[0] is b[0] and (a[1] is b[1] or a[1] == b[1]) and a[2] == b[2]
 
 
 def _profile_labels(p: MigProfileInfo) -> tuple[str, ...]:

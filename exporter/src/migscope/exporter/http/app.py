@@ -91,6 +91,7 @@ class ExporterApp:
             raise ValueError(f"scrape_wait_seconds must be >= 0, got {scrape_wait_seconds}")
         self._metrics = make_wsgi_app(registry)
         self._render_text = render_text
+        self._gzip_cache: tuple[bytes | None, bytes] = (None, b"")
         self._health = health
         self._slots = threading.BoundedSemaphore(max_concurrent_scrapes)
         self._wait = scrape_wait_seconds
@@ -159,10 +160,22 @@ class ExporterApp:
             body = self._render_text()
             headers = [("Content-Type", _TEXT_FORMAT)]
             if gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING")):
-                body = gzip.compress(body, compresslevel=1)
+                body = self._gzipped(body)
                 headers.append(("Content-Encoding", "gzip"))
             return "200 OK", headers, body
         return self._render_registry(environ)
+
+    def _gzipped(self, body: bytes) -> bytes:
+        """``body`` gzipped, compressed once per body object (the renderer reuses it).
+
+        One (source, result) pair, replaced as a whole, so concurrent scrapes at worst
+        compress the same body twice; identity, not equality, so no byte comparison.
+        """
+        source, zipped = self._gzip_cache
+        if source is not body:
+            zipped = gzip.compress(body, compresslevel=1)
+            self._gzip_cache = (body, zipped)
+        return zipped
 
     def _render_registry(self, environ: WSGIEnvironment) -> tuple[str, _Headers, bytes]:
         """Run prometheus_client's app, collecting its response into one buffer.
