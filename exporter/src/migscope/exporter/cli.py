@@ -92,6 +92,7 @@ def exporter(config_file: Path | None, once: bool, **flags: Any) -> None:
 
     Settings come from flags, then MIGSCOPE_EXPORTER_* environment variables, then --config.
     """
+    from migscope.exporter.malloc import limit_arenas
     from migscope.exporter.runtime import render_once, serve
     from migscope.exporter.settings import load_settings
 
@@ -100,6 +101,7 @@ def exporter(config_file: Path | None, once: bool, **flags: Any) -> None:
     if once:
         sys.stdout.buffer.write(render_once(settings))
         return
+    limit_arenas()  # before any thread starts: see .malloc
     try:
         code = serve(settings)
     except OSError as exc:  # cannot listen, socket in use
