@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 from applier.cluster import BALANCED, CONFIGMAP, EXISTING, NAMESPACE, cluster_policy
+from applier.test_apply_cli import TOKEN, _kubeconfig
 from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 from support.kubeapi import KubeApiServer, config_map, node, pod
@@ -62,7 +63,6 @@ pytestmark = requires_prometheus
 NODE = "gpu-a"
 INTERVAL = 60.0  # the exporter's cycle and the scrape interval, simulated seconds
 WINDOW_H = 25
-TOKEN = "t0ken"
 HOLDER = ("ml", "infer-0")
 CLAIM = "infer-0-gpu-abcde"  # made from the pod's claim template: status.resourceClaimStatuses
 IDLE_GPU, IDLE_PROFILE = 1, "2g.35gb"
@@ -299,23 +299,6 @@ def _claim_and_pod(api: KubeApiServer, h: Held) -> None:
         namespace=h.namespace,
         subresource="status",
     )
-
-
-def _kubeconfig(tmp_path: Path, url: str) -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": "c", "cluster": {"server": url}}],
-                "users": [{"name": "u", "user": {"token": TOKEN}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "c",
-            }
-        )
-    )
-    return str(path)
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
