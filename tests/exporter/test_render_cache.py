@@ -6,11 +6,11 @@ import gzip
 from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
+from support.exporter_snapshot import OWNERS, SLICE_A, SNAP, PodOwner
 
 from migscope.exporter.collector import SnapshotCollector
 from migscope.exporter.http.app import ExporterApp
 from migscope.exporter.model import CollectorStatus
-from tests.exporter.test_collector import OWNERS, SLICE_A, SNAP, PodOwner
 
 
 def _collector(state: dict[str, object]) -> SnapshotCollector:
