@@ -444,3 +444,103 @@ def test_a_slice_held_through_a_claim_never_sits_on_a_changed_gpu_unnamed(
     for p in pods:
         if p["metadata"]["gpu"] in changed:
             assert f"ns/{p['metadata']['name']}" in at_risk
+
+
+# -- which GPU a claimed device is on (ResourceSlice parentUUID against the plan's GPU UUIDs) ---
+
+U0, U1 = "GPU-0a0a0a0a-0000-4000-8000-000000000000", "GPU-1b1b1b1b-1111-4111-8111-111111111111"
+
+
+def _slice_of(layouts: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    """One ResourceSlice of NVIDIA's driver publishing ``{GPU UUID: layout}``, a device per
+    instance named ``d-<gpu>-<profile>-<k>`` with the attributes the driver gives a MIG device."""
+    devices = [
+        {
+            "name": f"d-{g}-{profile_key(profile)}-{k}",
+            "attributes": {
+                "type": {"string": "mig"},
+                "profile": {"string": profile},
+                "parentUUID": {"string": uuid},
+            },
+        }
+        for g, (uuid, layout) in enumerate(layouts.items())
+        for profile, n in layout.items()
+        for k in range(n)
+    ]
+    return [{"spec": {"driver": DRIVER, "pool": {"name": "n"}, "devices": devices}}]
+
+
+def _holding(device: str) -> tuple[list[dict[str, Any]], dict[tuple[str, str], Any]]:
+    claim = {
+        "metadata": {"namespace": "ml", "name": "c"},
+        "status": {
+            "allocation": {
+                "devices": {"results": [{"driver": DRIVER, "pool": "n", "device": device}]}
+            }
+        },
+    }
+    holder = {
+        "metadata": {"namespace": "ml", "name": "p"},
+        "spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "c"}]},
+    }
+    return [holder], {("ml", "c"): claim}
+
+
+def _change(u0: str = U0, u1: str = U1) -> NodeChange:
+    """GPU 0 kept balanced, GPU 1 balanced -> 3g x2: 2g.35gb is destroyed (on GPU 1 only)."""
+    return NodeChange(
+        "n",
+        "c",
+        gpus=(
+            GpuChange(0, BALANCED, BALANCED, uuid=u0),
+            GpuChange(1, BALANCED, TWO_3G, uuid=u1),
+        ),
+    )
+
+
+def test_a_claim_on_the_gpu_the_change_keeps_is_not_at_risk_by_its_gpu() -> None:
+    """The chain of issue 21 named four holders of the kept GPU: the profile rule alone
+    cannot tell GPUs apart. By UUID, only the changed GPU's holder is at risk."""
+    slices = _slice_of({U0: BALANCED, U1: BALANCED})
+    pods, claims = _holding("d-0-2g35gb-0")
+    assert dra_pods_at_risk(_change(), pods, claims, slices) == {}
+    pods, claims = _holding("d-1-2g35gb-0")
+    (device,) = dra_pods_at_risk(_change(), pods, claims, slices)["ml/p"]
+    assert (device.gpu_uuid, device.gpu_source) == (U1, "resourceslice")
+
+
+def test_a_claim_on_a_changed_gpu_is_at_risk_whatever_its_profile() -> None:
+    """1g.18gb is on both layouts of GPU 1, but MIG Manager re-creates every instance of a
+    changed GPU: the profile rule would clear it (1g survives); the GPU rule does not."""
+    change = NodeChange(
+        "n",
+        "c",
+        gpus=(
+            GpuChange(0, BALANCED, BALANCED, uuid=U0),
+            GpuChange(1, BALANCED, {"1g.18gb": 2, "3g.71gb": 1, "2g.35gb": 0}, uuid=U1),
+        ),
+    )
+    slices = _slice_of({U0: BALANCED, U1: BALANCED})
+    pods, claims = _holding("d-1-1g18gb-0")
+    assert "ml/p" in dra_pods_at_risk(change, pods, claims, slices)
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["plan-without-uuids", "kept-gpu-re-cut", "device-not-published", "uuid-case-and-unknown"],
+)
+def test_a_claim_the_gpu_rule_cannot_clear_keeps_the_profile_rule(why: str) -> None:
+    """Where the slices and the plan do not both say the device is on a GPU the change keeps,
+    as the plan has it now, the holder of a destroyed profile stays at risk."""
+    change, layouts, device = _change(), {U0: BALANCED, U1: BALANCED}, "d-0-2g35gb-0"
+    if why == "plan-without-uuids":
+        change = _change("", "")
+    elif why == "kept-gpu-re-cut":
+        # someone re-cut GPU 0 since the plan: mig-parted would re-create it all the same
+        layouts = {U0: {"2g.35gb": 3}, U1: BALANCED}
+    elif why == "device-not-published":
+        device = "gpu-0-mig-2g35gb-14-4"
+    else:
+        change = _change("GPU-ffffffff-ffff-4fff-8fff-ffffffffffff", U1)
+    pods, claims = _holding(device)
+    assert "ml/p" in dra_pods_at_risk(change, pods, claims, _slice_of(layouts))

@@ -304,3 +304,34 @@ def test_compute_instance_profiles_are_checked_as_the_gpu_instances_they_make() 
     over = {"3g.71gb": 2, "1c.3g.71gb": 1}
     message = _refusal(_report(gpu1=over, proposed1=over))
     assert "at most 2 × 3g.71gb" in message
+
+
+# -- each GPU's UUID, from the report's slices -----------------------------------------------------
+
+
+def _with_slices(*where: tuple[int, str]) -> dict[str, Any]:
+    data = _report()
+    data["slices"] = [{"node": "gpu-a", "gpu": gpu, "gpu_uuid": uuid} for gpu, uuid in where]
+    return data
+
+
+def test_each_gpu_is_paired_with_its_uuid_where_the_report_is_sure() -> None:
+    """The applier tells which GPU a DRA claim's device is on by UUID (the ResourceSlice's
+    ``parentUUID``); the plan pairs indices and UUIDs from the report's slices."""
+    (change,) = plan_from_report(_with_slices((0, "GPU-a"), (1, "GPU-b"), (1, "GPU-b")), "r").nodes
+    assert [g.uuid for g in change.gpus] == ["GPU-a", "GPU-b"]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ((0, "GPU-a"), (1, "GPU-b"), (1, "GPU-c")),  # GPU 1 replaced within the window
+        ((0, "GPU-a"), (1, "GPU-A")),  # one GPU seen at two indices (case aside)
+    ],
+)
+def test_a_pairing_in_doubt_is_no_pairing(where: tuple[tuple[int, str], ...]) -> None:
+    (change,) = plan_from_report(_with_slices(*where), "r").nodes
+    uuids = {g.index: g.uuid for g in change.gpus}
+    assert uuids[1] == ""
+    if where[1][1] == "GPU-A":
+        assert uuids[0] == ""

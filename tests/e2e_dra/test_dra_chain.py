@@ -23,8 +23,9 @@ ResourceClaim; on GPU 1 the 2g.35gb is held by ``ml/infer-0`` through the claim
    the scheduler from a template, named in the pod's ``status.resourceClaimStatuses``; the
    node's devices published by the simulated DRA kubelet plugin, no device plugin): without
    ``--drain`` the node is skipped naming ``ml/infer-0``; with ``--drain`` it would evict that
-   pod; neither run writes anything. (The applier also names GPU 0's holders, whose GPU the
-   change keeps: it compares profiles, not GPUs, on purpose; see ``applier/dra.py``.)
+   pod and no other (GPU 0's holders sit on a GPU the change keeps: the applier tells a
+   claimed device's GPU by the slice's ``parentUUID``, the plan's by the report's
+   ``gpu_uuid``); neither run writes anything.
 
 The window is 25 h: the shortest over the default policy's ``evidence.min_history_hours``
 (24 h) with margin, so the plan is allowed at all (a week of 60 s cycles takes ~7x longer).
@@ -183,8 +184,10 @@ class Scrapes:
         return [HistorySeries(n, dict(ls), pts) for (n, ls), pts in self.points.items()]
 
 
-def _run_exporter(scenario: Path, cycles: int) -> tuple[Scrapes, list[Held]]:
-    """The production runtime for ``cycles`` cycles of simulated time, scraped after each."""
+def _run_exporter(scenario: Path, cycles: int) -> tuple[Scrapes, list[Held], list[str]]:
+    """The production runtime for ``cycles`` cycles of simulated time, scraped after each;
+    with the holders and the node's GPU UUIDs by minor (what NVML reports, and so what the
+    DRA driver publishes as ``parentUUID``)."""
     with FakeKubelet([]) as kubelet:
         settings = load_settings(
             overrides={
@@ -199,6 +202,7 @@ def _run_exporter(scenario: Path, cycles: int) -> tuple[Scrapes, list[Held]]:
         exporter = build(settings, realtime=False)
         try:
             held = _held(exporter)
+            uuids = [g.uuid for g in exporter.simulation.node(NODE).gpus]
             kubelet.set_pods(
                 make_pod(
                     h.pod,
@@ -220,7 +224,7 @@ def _run_exporter(scenario: Path, cycles: int) -> tuple[Scrapes, list[Held]]:
                 exporter.sampler.run_once()
                 text = exporter.collector.render_text().decode()
                 scrapes.scrape(text, exporter.simulation.clock.now())
-            return scrapes, held
+            return scrapes, held, uuids
         finally:
             exporter.stop()
 
@@ -229,7 +233,9 @@ def _run_exporter(scenario: Path, cycles: int) -> tuple[Scrapes, list[Held]]:
 
 
 @contextmanager
-def _cluster(held: Sequence[Held]) -> Iterator[tuple[KubeApiServer, DraPluginSim]]:
+def _cluster(
+    held: Sequence[Held], gpu_uuids: Sequence[str]
+) -> Iterator[tuple[KubeApiServer, DraPluginSim]]:
     """The API test server: the node as MIG Manager left it (``all-balanced``), its devices
     published by NVIDIA's DRA kubelet plugin (no device plugin), and every holder's pod and
     claim as the scheduler and the kubelet leave them."""
@@ -251,7 +257,7 @@ def _cluster(held: Sequence[Held]) -> Iterator[tuple[KubeApiServer, DraPluginSim
                 config_name=CONFIGMAP,
                 knobs={NODE: Knobs(device_plugin=False)},
             ) as mig,
-            DraPluginSim(api, mig, [NODE]) as plugin,
+            DraPluginSim(api, mig, [NODE], gpu_uuids={NODE: gpu_uuids}) as plugin,
         ):
             mig.wait_until_seen(NODE, api.get("v1", "Node", NODE)["metadata"]["resourceVersion"])
             for h in held:
@@ -323,7 +329,7 @@ def test_a_slice_held_through_dra_is_seen_attributed_protected_and_right_sized(
     scenario.write_text(yaml.safe_dump(_scenario(start)))
 
     # 1. the exporter: the holder seen on the right GI, with its claim
-    scrapes, held = _run_exporter(scenario, cycles)
+    scrapes, held, gpu_uuids = _run_exporter(scenario, cycles)
     infer = held[-1]
     assert infer.device == f"gpu-{IDLE_GPU}-mig-2g35gb-14-0"  # the driver's canonical form
     last = scrapes.last()
@@ -386,7 +392,7 @@ def test_a_slice_held_through_dra_is_seen_attributed_protected_and_right_sized(
     plan.write_text(out)
 
     # 3. the applier, dry run, against the cluster where the pod and its claim live
-    with _cluster(held) as (api, plugin):
+    with _cluster(held, gpu_uuids) as (api, plugin):
         published = {d["name"] for d in plugin.devices(NODE)}
         assert {h.device for h in held} <= published  # the exporter's names are the driver's
         kubeconfig = _kubeconfig(tmp_path, api.url)
@@ -399,11 +405,10 @@ def test_a_slice_held_through_dra_is_seen_attributed_protected_and_right_sized(
         assert not [n for n in result["notes"] if "refuse" in n]  # a fresh plan from real data
         (node_out,) = result["nodes"]
         assert node_out["result"] == "skipped", node_out
-        # The applier names every pod whose claim holds a profile the change destroys on any
-        # GPU (applier/dra.py: "which GPU a device is on is not compared"), so GPU 0's holders
-        # are named beside the one the report names: more than needed, never fewer.
+        # The applier tells each claimed device's GPU by the ResourceSlice's parentUUID and
+        # the plan's GPU UUIDs: GPU 0's holders, on the GPU the change keeps, are not named.
         named = {h.who for h in held if h.who in node_out["reason"]}
-        assert infer.who in named
+        assert named == {infer.who}
         code, out, err = _cli(
             "apply", "--plan", str(plan), "--kubeconfig", kubeconfig, "--drain", "-o", "json"
         )
@@ -412,7 +417,7 @@ def test_a_slice_held_through_dra_is_seen_attributed_protected_and_right_sized(
         assert node_out["result"] == "would-apply", node_out
         evictions = {a for a in node_out["actions"] if a.startswith("evict ")}
         assert f"evict {infer.who} (holds a device the change destroys)" in evictions
-        assert evictions == {f"evict {w} (holds a device the change destroys)" for w in named}
+        assert evictions == {f"evict {infer.who} (holds a device the change destroys)"}
         writes = [r for r in api.requests if r.method not in ("GET", "HEAD", "OPTIONS")]
         assert writes == []
         labels = api.get("v1", "Node", NODE)["metadata"]["labels"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from migscope.core.catalogue import model_for_pci
@@ -64,15 +64,26 @@ class DraPluginSim:
             ``device_plugin=False``: no device plugin advertises them).
         nodes: The DRA nodes.
         pci: The GPUs' PCI device ID (for profile ids and placements).
+        gpu_uuids: ``{node: [GPU UUID by minor]}`` where the GPUs' UUIDs must be those of
+            another simulation of the same node (the exporter's, in an end-to-end chain: one
+            physical GPU has one UUID, which the driver publishes and NVML reports); a
+            node or minor not listed gets a stable UUID of its own.
 
     Attributes:
         restarts: ``{node: plugin starts}``, the first included.
     """
 
     def __init__(
-        self, api: KubeApiServer, mig: MigManagerSim, nodes: Iterable[str], *, pci: str = H200_PCI
+        self,
+        api: KubeApiServer,
+        mig: MigManagerSim,
+        nodes: Iterable[str],
+        *,
+        pci: str = H200_PCI,
+        gpu_uuids: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.api = api
+        self.gpu_uuids = {n: tuple(u) for n, u in (gpu_uuids or {}).items()}
         self.mig = mig
         self.nodes = tuple(nodes)
         self.model = model_for_pci(pci)
@@ -107,7 +118,8 @@ class DraPluginSim:
         """What the plugin would publish now for ``node``'s GPUs."""
         out: list[dict[str, Any]] = []
         for minor, gpu in enumerate(self.mig.gpus(node)):
-            parent = f"GPU-{_uuid(node, minor)}"
+            given = self.gpu_uuids.get(node, ())
+            parent = given[minor] if minor < len(given) else f"GPU-{_uuid(node, minor)}"
             if not gpu.mig_enabled:
                 out.append(
                     {

@@ -12,8 +12,9 @@ re-create their GPUs under them. Here, from plain API objects (no client, tested
 * :func:`claimed_devices` resolves each allocated device of NVIDIA's driver to what it is
   (a MIG device of a profile, a whole GPU, or unknown), from the ResourceSlice's attributes,
   else from the driver's canonical device name;
-* :func:`dra_pods_at_risk` applies the same rule as for the device plugin: a pod is at risk
-  when it may hold a device of a GPU the change re-creates;
+* :func:`dra_pods_at_risk` names the pods that may hold a device of a GPU the change
+  re-creates: by the device's GPU where the slices and the plan both say which GPU that is
+  (by UUID), else by the device plugin's rule (a profile present on any changed GPU);
 * :func:`node_management` tells a node whose MIG slices the DRA driver creates per claim
   (DynamicMIG: it destroys partitions it did not create and forbids mig-parted beside it,
   so the applier must never relabel it) from one with pre-created slices (static MIG);
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from migscope.applier.plan import NodeChange
+from migscope.applier.plan import GpuChange, NodeChange
 from migscope.core.dra_names import NVIDIA_DRIVER, parse_device_name, profile_key
 
 __all__ = [
@@ -65,6 +66,12 @@ class ClaimedDevice:
         profile: The profile in :func:`profile_key` form (``mig`` only, when known).
         source: How it was told: ``resourceslice`` (the device's attributes),
             ``device-name`` (the driver's canonical name) or ``none``.
+        gpu_uuid: The UUID of the GPU it is on (``GPU-...``): the slice's ``parentUUID`` of a
+            MIG device or ``uuid`` of a whole GPU; for a device the slices do not list, the
+            GPU the slices give its canonical name's minor (:func:`_minor_gpus`). Empty when
+            that cannot be told for sure.
+        gpu_source: How ``gpu_uuid`` was told: ``resourceslice`` (the device's own
+            attributes), ``device-name`` (its name's minor) or ``""``.
     """
 
     claim: str
@@ -74,6 +81,8 @@ class ClaimedDevice:
     kind: Kind
     profile: str = ""
     source: str = "none"
+    gpu_uuid: str = ""
+    gpu_source: str = ""
 
 
 def claim_names(pod: Mapping[str, Any]) -> list[str]:
@@ -131,6 +140,49 @@ def _attribute(device: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
+def _gpu_of(device: Mapping[str, Any]) -> str:
+    """The UUID of the GPU a published device is on, from its attributes ("" when none says).
+
+    A MIG device names its GPU in ``parentUUID``; a whole GPU is its own ``uuid``. Any other
+    device's ``uuid`` is not a GPU's (a MIG device's is ``MIG-...``), so it is not read.
+    """
+    parent = _attribute(device, "parentUUID")
+    if parent:
+        return parent
+    if _attribute(device, "type") == "gpu":
+        return _attribute(device, "uuid") or ""
+    return ""
+
+
+def _minor_gpus(devices: Mapping[tuple[str, str, str], Device]) -> dict[tuple[str, int], str]:
+    """``{(pool, GPU minor): GPU UUID}`` from the slices' MIG devices with canonical names.
+
+    Only canonical names (driver v25.12.0 and later) are read: their number is always the
+    GPU's minor, while the older forms' number was its index in some releases
+    (docs/dra-sources.md §4), so two names of different ages could give one number to two
+    GPUs. A minor given two UUIDs is left out.
+    """
+    seen: dict[tuple[str, int], set[str]] = {}
+    for (driver, pool, name), device in devices.items():
+        parsed = parse_device_name(name) if driver == NVIDIA_DRIVER else None
+        parent = _attribute(device, "parentUUID")
+        if parsed is not None and parsed.form == "canonical" and parent:
+            seen.setdefault((pool, parsed.minor), set()).add(parent)
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+
+
+def _gpu_of_missing(
+    driver: str, pool: str, device: str, minors: Mapping[tuple[str, int], str]
+) -> str:
+    """The GPU of a claimed device the slices do not list: by its canonical name's minor."""
+    if driver != NVIDIA_DRIVER:
+        return ""
+    parsed = parse_device_name(device)
+    if parsed is None or parsed.form != "canonical":
+        return ""
+    return minors.get((pool, parsed.minor), "")
+
+
 def _describe(driver: str, device: str, found: Device | None) -> tuple[Kind, str, str]:
     if found is not None:
         kind = _attribute(found, "type")
@@ -161,6 +213,7 @@ def claimed_devices(
     allocation = (claim.get("status") or {}).get("allocation") or {}
     results = (allocation.get("devices") or {}).get("results") or []
     known = _slice_devices(slices)
+    minors = _minor_gpus(known)
     out: list[ClaimedDevice] = []
     for result in results:
         if not isinstance(result, Mapping):
@@ -168,9 +221,78 @@ def claimed_devices(
         driver = str(result.get("driver") or "")
         pool = str(result.get("pool") or "")
         device = str(result.get("device") or "")
-        kind, profile, source = _describe(driver, device, known.get((driver, pool, device)))
-        out.append(ClaimedDevice(name, driver, pool, device, kind, profile, source))
+        found = known.get((driver, pool, device))
+        kind, profile, source = _describe(driver, device, found)
+        if found is not None:
+            gpu = _gpu_of(found)
+            told = "resourceslice" if gpu else ""
+        else:
+            gpu = _gpu_of_missing(driver, pool, device, minors)
+            told = "device-name" if gpu else ""
+        out.append(ClaimedDevice(name, driver, pool, device, kind, profile, source, gpu, told))
     return out
+
+
+def _published(slices: Iterable[Mapping[str, Any]]) -> dict[str, tuple[bool, Counter[str]]]:
+    """``{GPU UUID, lower case: (MIG on, {profile key: MIG devices})}`` as the slices show it.
+
+    A whole GPU (``type: gpu``) is a GPU with MIG off; a static MIG device counts for its
+    ``parentUUID`` under its profile. A MIG device without a profile, or a GPU shown both
+    whole and cut (DynamicMIG's way), gets a ``""`` entry, which matches no layout.
+    """
+    kinds: dict[str, set[str]] = {}
+    counts: dict[str, Counter[str]] = {}
+    for item in slices:
+        spec = item.get("spec") or {}
+        if spec.get("driver") != NVIDIA_DRIVER:
+            continue
+        for device in spec.get("devices") or []:
+            if not isinstance(device, Mapping):
+                continue
+            kind, gpu = _attribute(device, "type"), _gpu_of(device).lower()
+            if not gpu or kind not in ("gpu", "mig"):
+                continue
+            kinds.setdefault(gpu, set()).add(kind)
+            if kind == "mig":
+                profile = _attribute(device, "profile")
+                counts.setdefault(gpu, Counter())[profile_key(profile) if profile else ""] += 1
+    out: dict[str, tuple[bool, Counter[str]]] = {}
+    for gpu, seen in kinds.items():
+        shown = Counter(counts.get(gpu, Counter()))
+        if len(seen) > 1:
+            shown[""] += 1
+        out[gpu] = ("mig" in seen, shown)
+    return out
+
+
+def _as_planned(gpu: GpuChange, published: Mapping[str, tuple[bool, Counter[str]]]) -> bool:
+    """Whether the slices show ``gpu`` as the plan has it now (MIG mode and instances).
+
+    mig-parted leaves a GPU alone only when it already is as the config wants it: a GPU the
+    plan keeps but that someone re-cut since the plan was made would be re-created all the
+    same. So a GPU is taken to be kept only when what its driver publishes agrees with the
+    plan's ``current`` layout.
+    """
+    shown = published.get(gpu.uuid.lower())
+    if shown is None:
+        return False
+    mig, counts = shown
+    wanted: Counter[str] = Counter()
+    for profile, n in gpu.current.items():
+        wanted[profile_key(profile)] += n
+    return mig == gpu.current_mig and +counts == +wanted
+
+
+def _plan_gpus(change: NodeChange) -> dict[str, GpuChange]:
+    """``{GPU UUID, lower case: the GPU's change}`` for the plan's GPUs of known UUID.
+
+    A UUID the plan gives two GPUs is left out: which of them a device is on is then unknown.
+    """
+    by_uuid: dict[str, list[GpuChange]] = {}
+    for gpu in change.gpus:
+        if gpu.uuid:
+            by_uuid.setdefault(gpu.uuid.lower(), []).append(gpu)
+    return {u: gpus[0] for u, gpus in by_uuid.items() if len(gpus) == 1}
 
 
 def dra_pods_at_risk(
@@ -181,12 +303,28 @@ def dra_pods_at_risk(
 ) -> dict[str, list[ClaimedDevice]]:
     """Pods of the node that may hold, through a claim, a device the change destroys.
 
-    The rule is the device plugin's (:func:`migscope.applier.steps.pods_at_risk`), read from
-    claims: a MIG device of a profile present on a changed GPU, a whole GPU when a GPU's MIG
-    mode changes, and a device of NVIDIA's driver that cannot be told apart (a MIG device
-    known by profile id only, one missing from the slices) whenever any GPU changes. Which
-    GPU a device is on is not compared: a device name gives the GPU's minor number, the plan
-    its index, and erring on the side of the pod is the safe way.
+    MIG Manager re-creates every instance of a GPU whose layout changes and touches no other
+    GPU, so what matters is which GPU a claimed device is on. The node's ResourceSlice says
+    it by UUID (``parentUUID`` of a MIG device, ``uuid`` of a whole GPU); the plan pairs each
+    GPU index with its UUID from the report's slices (:attr:`GpuChange.uuid`). Where both
+    say, a device on a changed GPU is at risk whatever its profile, and one on a GPU the
+    change keeps is not, provided the slices show that GPU as the plan has it now (MIG mode
+    and instances: mig-parted re-creates a GPU re-cut since the plan all the same). So a
+    holder on a kept GPU is neither named nor evicted by ``--drain`` (the e2e chain of
+    issue 21 named four pods of a kept GPU beside the one the report named).
+
+    Otherwise the device keeps the device plugin's rule
+    (:func:`migscope.applier.steps.pods_at_risk`), on any GPU: a MIG device of a profile
+    present on a changed GPU, a whole GPU when a GPU's MIG mode changes, and a device of
+    NVIDIA's driver that cannot be told apart (a MIG device known by profile id only, an
+    unknown one) whenever any GPU changes. That is: a slice without the attribute, a GPU the
+    report has no slice of, a UUID the plan does not list, the plan's pairing in doubt, a
+    kept GPU the slices show otherwise than the plan. A device the slices do not list is
+    never cleared: its canonical name's minor, tied to a UUID by the slices' other devices,
+    can put it on a changed GPU, but a claim on a device the driver no longer publishes is
+    a sign the slices are not the GPUs as they are. The device's name gives a minor, the
+    plan an index, which may differ, so names are never matched to the plan directly. What
+    cannot be seen to be on a kept GPU is counted as on a changed one.
 
     Args:
         change: The node's change.
@@ -201,6 +339,8 @@ def dra_pods_at_risk(
     unknown_layouts = not change.gpus
     destroyed = {profile_key(p) for p in change.destroyed_profiles()}
     mode_change = any(g.current_mig != g.proposed_mig for g in changed)
+    on_plan = _plan_gpus(change)
+    published = _published(slices)
     out: dict[str, list[ClaimedDevice]] = {}
     for pod in pods:
         meta = pod.get("metadata") or {}
@@ -213,13 +353,27 @@ def dra_pods_at_risk(
             for device in claimed_devices(claim, slices):
                 if device.driver != NVIDIA_DRIVER:
                     continue
-                risky = (
-                    (unknown_layouts and bool(device.kind))
-                    or (device.kind == "mig" and device.profile and device.profile in destroyed)
-                    or (device.kind == "mig" and not device.profile and bool(changed))
-                    or (device.kind == "gpu" and mode_change)
-                    or (device.kind == "unknown" and bool(changed))
-                )
+                gpu = on_plan.get(device.gpu_uuid.lower()) if device.gpu_uuid else None
+                if gpu is not None and gpu.changed:
+                    risky = True  # every instance of a changed GPU is re-created
+                elif (
+                    gpu is not None
+                    and device.gpu_source == "resourceslice"
+                    and _as_planned(gpu, published)
+                ):
+                    risky = False  # on a GPU the change keeps, as the slices show it
+                else:
+                    risky = (
+                        unknown_layouts
+                        or (
+                            device.kind == "mig"
+                            and bool(device.profile)
+                            and device.profile in destroyed
+                        )
+                        or (device.kind == "mig" and not device.profile and bool(changed))
+                        or (device.kind == "gpu" and mode_change)
+                        or (device.kind == "unknown" and bool(changed))
+                    )
                 if risky:
                     out.setdefault(key, []).append(device)
     return out

@@ -626,7 +626,8 @@ def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> l
 
     Both ways a pod can hold a MIG device: its requests (the device plugin,
     :func:`~migscope.applier.steps.pods_at_risk`) and its ResourceClaims (DRA,
-    :func:`~migscope.applier.dra.dra_pods_at_risk`), the claims read live.
+    :func:`~migscope.applier.dra.dra_pods_at_risk`, which tells a claimed device's GPU by
+    UUID where it can), the claims read live; then narrowed by :func:`_as_the_plan_says`.
 
     Raises:
         ApiError: the node's ResourceSlices or a pod's claim cannot be read (a 403 says which
@@ -659,23 +660,38 @@ def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> l
                 exc.status,
             ) from exc
         raise
-    at_risk.update(dra_pods_at_risk(change, pods, claims, slices))
-    return _as_the_plan_says(change, pods, at_risk)
+    held = dra_pods_at_risk(change, pods, claims, slices)
+    at_risk.update(held)
+    changed = {g.uuid.lower() for g in change.changed_gpus if g.uuid}
+    seen_on_changed = {
+        pod
+        for pod, devices in held.items()
+        if any(d.gpu_uuid and d.gpu_uuid.lower() in changed for d in devices)
+    }
+    return _as_the_plan_says(change, pods, at_risk, seen_on_changed)
 
 
-def _as_the_plan_says(change: NodeChange, pods: list[Obj], broad: set[str]) -> list[str]:
+def _as_the_plan_says(
+    change: NodeChange, pods: list[Obj], broad: set[str], seen: set[str] | None = None
+) -> list[str]:
     """The broad rule's pods, narrowed to what the plan knows of each pod's GPUs.
 
-    The broad rule cannot tell which GPU a pod's device is on, so it names every holder of
-    a destroyed profile, on changed GPUs or not (issue 22: ``--drain`` evicted 11 pods where
-    the report named 8). The report knows each pod's GPUs (its per-GPU slices, from the
+    The device plugin's rule cannot tell which GPU a pod's device is on (nor can the DRA
+    rule for a device whose GPU the slices and the plan do not both name), so it names
+    every holder of a destroyed profile, on changed GPUs or not (issue 22: ``--drain``
+    evicted 11 pods where the report named 8). The report knows each pod's GPUs (its
+    per-GPU slices, from the
     exporter's MIG UUIDs): a pod the plan placed, and that existed when the plan was made, is
     at risk exactly when one of its GPUs is re-created. A pod the plan does not place, or
     one created since (a restarted StatefulSet pod may hold another device under the same
-    name), keeps the broad rule. The plan's ``pods_to_move`` on the node are always named.
+    name), keeps the broad rule. The plan's ``pods_to_move`` on the node are always named,
+    and so are the pods ``seen`` live on a changed GPU (a DRA claim's device whose GPU the
+    node's ResourceSlices name by UUID): what the cluster shows now outweighs where the
+    report saw the pod.
     """
+    seen = seen or set()
     if not change.placed:
-        return sorted(broad)
+        return sorted(broad | seen)
     placed = dict(change.placed)
     changed = {g.index for g in change.changed_gpus}
     out: set[str] = set()
@@ -683,7 +699,9 @@ def _as_the_plan_says(change: NodeChange, pods: list[Obj], broad: set[str]) -> l
         meta = pod.get("metadata") or {}
         name = f"{meta.get('namespace')}/{meta.get('name')}"
         gpus = placed.get(name)
-        if gpus is None or not _existed_by(meta, change.placed_at):
+        if name in seen:
+            out.add(name)
+        elif gpus is None or not _existed_by(meta, change.placed_at):
             if name in broad:
                 out.add(name)
         elif set(gpus) & changed or name in change.pods_to_move:

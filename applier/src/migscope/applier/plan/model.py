@@ -121,6 +121,12 @@ class GpuChange:
         proposed: ``{profile: count}`` after.
         current_mig: MIG enabled now.
         proposed_mig: MIG enabled after.
+        uuid: The GPU's UUID (``GPU-...``) as the report's slices pair it with ``index``;
+            empty when the plan does not say for sure (no slice of the GPU in the report,
+            a ``node-plan.json``, or the index seen with two UUIDs). It is how a device a
+            DRA claim holds is told to be on this GPU
+            (:func:`migscope.applier.dra.dra_pods_at_risk`): the driver's ResourceSlices
+            name a device's GPU by UUID and minor, never by index.
     """
 
     index: int
@@ -128,6 +134,7 @@ class GpuChange:
     proposed: Mapping[str, int]
     current_mig: bool = True
     proposed_mig: bool = True
+    uuid: str = ""
 
     @property
     def changed(self) -> bool:

@@ -123,9 +123,11 @@ def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
         first = str(exc).splitlines()[0]
         raise PlanError(f"{source}: mig_parted_config is invalid: {first}") from exc
     as_written: Sequence[Mapping[str, Any]] = data["recommendations"]
+    uuids = _gpu_uuids(data)
     nodes = []
     for k, rec in enumerate(report.recommendations):
-        nodes.append(_node_change(rec, as_written[k], f"{source}: recommendations[{k}]", config))
+        where = f"{source}: recommendations[{k}]"
+        nodes.append(_node_change(rec, as_written[k], where, config, uuids))
         _check_on_catalogue(rec, config, source, f"recommendations[{k}] ({_shown(rec.node)})")
     _no_duplicates(nodes, source)
     if provenance is not None:
@@ -158,6 +160,36 @@ def _pools(data: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, frozenset
     return pools, {k: frozenset(v) for k, v in now.items()}
 
 
+def _gpu_uuids(data: Mapping[str, Any]) -> dict[tuple[str, int], str]:
+    """``{(node, GPU index): GPU UUID}`` from the report's ``slices``, only where sure.
+
+    Each slice names its GPU both ways (``gpu``, ``gpu_uuid``: the exporter's labels of one
+    series). An index seen with two UUIDs (a GPU replaced within the window) or a UUID seen
+    at two places is left out: a wrong pairing would tell a DRA holder's device to be on a
+    GPU the change keeps while it is on one the change re-creates, so a pairing in doubt is
+    no pairing (the holder then keeps the rule that does not need one). Read leniently, as
+    :func:`_pools`: a report without them gives an empty map.
+    """
+    seen: dict[tuple[str, int], set[str]] = {}
+    slices = data.get("slices")
+    if not isinstance(slices, list):
+        return {}
+    for entry in slices:
+        if not isinstance(entry, Mapping):
+            continue
+        node, gpu, uuid = entry.get("node"), entry.get("gpu"), entry.get("gpu_uuid")
+        if isinstance(node, str) and type(gpu) is int and isinstance(uuid, str) and uuid:
+            seen.setdefault((node, gpu), set()).add(uuid)
+    places = Counter(u.lower() for uuids in seen.values() for u in {x.lower() for x in uuids})
+    out: dict[tuple[str, int], str] = {}
+    for where, uuids in seen.items():
+        if len({u.lower() for u in uuids}) == 1:
+            uuid = min(uuids)
+            if places[uuid.lower()] == 1:
+                out[where] = uuid
+    return out
+
+
 def _check_on_catalogue(
     rec: RecommendationView, config: MigPartedConfig, source: str, where: str
 ) -> None:
@@ -174,9 +206,16 @@ def _shown(name: str) -> str:
 
 
 def _node_change(
-    rec: RecommendationView, as_written: Mapping[str, Any], where: str, config: MigPartedConfig
+    rec: RecommendationView,
+    as_written: Mapping[str, Any],
+    where: str,
+    config: MigPartedConfig,
+    uuids: Mapping[tuple[str, int], str],
 ) -> NodeChange:
-    """One recommendation as a change, re-checked against the safety contract as written."""
+    """One recommendation as a change, re-checked against the safety contract as written.
+
+    ``uuids`` (:func:`_gpu_uuids`) names each GPU's UUID where the report is sure of it.
+    """
     if rec.mig_config not in config.mig_configs:
         raise PlanError(f"{where}: mig_config {rec.mig_config!r} is not in mig_parted_config")
     current = _by_gpu(rec.current, f"{where}.current")
@@ -188,6 +227,7 @@ def _node_change(
             proposed=proposed.get(i, _ABSENT).layout,
             current_mig=current.get(i, _ABSENT).mig_enabled,
             proposed_mig=proposed.get(i, _ABSENT).mig_enabled,
+            uuid=uuids.get((rec.node, i), ""),
         )
         for i in sorted(set(current) | set(proposed))
     )
