@@ -2,7 +2,7 @@
 
 Usage on a GPU machine (no install: torch only for the load)::
 
-    PYTHONPATH=core/src:exporter/src python3 bench/h200_freshness.py OUT_DIR
+    PYTHONPATH=core/src:exporter/src python3 bench/h200_freshness.py OUT_DIR [--counters]
 
 and, without a GPU, ``--dry-run`` runs the same code over the simulator (no load, no lags
 worth reading) to check the script itself. It changes no GPU setting (no MIG mode, clocks,
@@ -20,7 +20,10 @@ power limits, persistence or reset). It records, into ``OUT_DIR/h200-freshness.j
    publishes, its window, its NVML calls and CPU time, NVML's own utilisation rate and
    ``nvidia-smi``'s, and the SM clock. With MIG disabled this is the whole-GPU GPM path
    (``nvmlGpmSampleGet``), the same code as per slice minus the GPU-instance id.
-5. ``lags``: per series and pulse, seconds from the load's start until the value first
+5. ``--counters``: instead of 4., the 10 s window refreshed every cycle and every 2 s, each
+   also as the slope of its activity integral (the ``*_active_seconds_total`` counter) between
+   its last two changes: what ``irate()`` of a fine scrape would show.
+6. ``lags``: per series and pulse, seconds from the load's start until the value first
    exceeds 0.5 and from its stop until it first falls below 0.1, at the time the value was
    published (a scrape adds up to its own interval).
 """
@@ -45,13 +48,20 @@ from migscope.exporter.backends.nvml.profiles import read_profile_table
 from migscope.exporter.collector import SnapshotCollector
 from migscope.exporter.sampler import Sampler
 
-CONFIGS = (
+Config = tuple[str, float, float]
+CONFIGS: tuple[Config, ...] = (
     ("fixed-10s", 10.0, 10.0),
     ("sliding-10s", 10.0, 0.0),
     ("sliding-5s", 5.0, 0.0),
     ("sliding-2s", 2.0, 0.0),
 )
 """(name, gpm_interval = window, gpm_refresh)."""
+COUNTER_CONFIGS: tuple[Config, ...] = (
+    ("refresh-1s", 10.0, 0.0),
+    ("refresh-2s", 10.0, 2.0),
+)
+"""``--counters``: the default 10 s window refreshed every cycle against every 2 s; each also
+read through its ``graphics_active_seconds_total`` integral (``<name>/counter``)."""
 PULSES = ((15.5, 25.0), (62.3, 25.0))
 """(start, duration) of each load pulse, seconds after the sampling grid starts. The two
 starts fall at different phases of the fixed 10 s windows (5.5 and 2.3 s into one)."""
@@ -242,10 +252,12 @@ def clock_mhz(nvml: Any, handle: Any) -> int | None:
         return None
 
 
-def freshness(nvml: Any, load: subprocess.Popen[str] | None, total: float) -> dict[str, Any]:
+def freshness(
+    nvml: Any, load: subprocess.Popen[str] | None, total: float, configs: tuple[Config, ...]
+) -> dict[str, Any]:
     handle = nvml.nvmlDeviceGetHandleByIndex(0)
     runs = []
-    for name, window, refresh in CONFIGS:
+    for name, window, refresh in configs:
         backend = NvmlBackend(nvml, gpm_interval=window, gpm_refresh=refresh)
         runs.append((name, backend, Sampler(backend, interval=INTERVAL, energy_interval=1e6)))
     for _name, _backend, sampler in runs:
@@ -271,11 +283,13 @@ def freshness(nvml: Any, load: subprocess.Popen[str] | None, total: float) -> di
             wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
             gpu = snap.gpus[0] if snap.gpus else None
             act = gpu.activity if gpu else None
+            integral = gpu.active_seconds if gpu else None
             gpm = next((c.duration_seconds for c in snap.collectors if c.name == "gpm"), None)
             row[name] = {
                 "t": round(time.time() - t0, 3),
                 "graphics": None if act is None else act.graphics,
                 "window": None if act is None else act.window_seconds,
+                "integral": None if integral is None else integral.graphics,
                 "calls": backend.calls - calls,
                 "wall_ms": round(wall * 1e3, 3),
                 "cpu_ms": round(cpu * 1e3, 3),
@@ -297,15 +311,41 @@ def freshness(nvml: Any, load: subprocess.Popen[str] | None, total: float) -> di
     return {"pulses": pulses, "cycles": rows, "nvidia_smi": smi_rows}
 
 
+def counter_slope(
+    cycles: list[dict[str, Any]], name: str, refresh: float
+) -> list[tuple[float, float | None]]:
+    """The integral's slope over the last refresh span (one cycle when every cycle refreshes),
+    as published at each cycle: ``rate()`` over that span of a scrape taken every cycle."""
+    back = max(1, round(refresh / INTERVAL))
+    out: list[tuple[float, float | None]] = []
+    for k, row in enumerate(cycles):
+        value = None
+        if k >= back:
+            then, now = cycles[k - back][name], row[name]
+            if then["integral"] is not None and now["integral"] is not None:
+                value = (now["integral"] - then["integral"]) / (now["t"] - then["t"])
+        out.append((row[name]["t"], value))
+    return out
+
+
 def series(result: dict[str, Any], name: str) -> list[tuple[float, float | None]]:
     if name == "nvidia-smi":
         return [(t, v) for t, v in result["nvidia_smi"]]
+    if name.endswith("/counter"):
+        base = name.removesuffix("/counter")
+        refresh = next(c["refresh_s"] for c in result["configs"] if c["name"] == base)
+        return counter_slope(result["cycles"], base, refresh)
     return [(r[name]["t"], r[name]["graphics"]) for r in result["cycles"]]
 
 
-def lags(result: dict[str, Any]) -> dict[str, list[dict[str, float | None]]]:
+def lags(
+    result: dict[str, Any], configs: tuple[Config, ...]
+) -> dict[str, list[dict[str, float | None]]]:
     """Seconds from each pulse's start to > 0.5 and from its stop to < 0.1, per series."""
-    names = [c[0] for c in CONFIGS] + ["nvml_util", "nvidia-smi"]
+    names = [c[0] for c in configs]
+    if configs is COUNTER_CONFIGS:
+        names += [f"{c[0]}/counter" for c in configs]
+    names += ["nvml_util", "nvidia-smi"]
     out: dict[str, list[dict[str, float | None]]] = {}
     for name in names:
         points = series(result, name)
@@ -327,9 +367,9 @@ def lags(result: dict[str, Any]) -> dict[str, list[dict[str, float | None]]]:
     return out
 
 
-def costs(result: dict[str, Any]) -> dict[str, dict[str, float]]:
+def costs(result: dict[str, Any], configs: tuple[Config, ...]) -> dict[str, dict[str, float]]:
     out = {}
-    for name, _w, _r in CONFIGS:
+    for name, _w, _r in configs:
         cycles = [r[name] for r in result["cycles"]]
         out[name] = {
             key: round(statistics.mean(c[key] for c in cycles if c[key] is not None), 4)
@@ -340,7 +380,8 @@ def costs(result: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 def main(argv: list[str]) -> None:
     dry = "--dry-run" in argv
-    args = [a for a in argv if a != "--dry-run"]
+    configs = COUNTER_CONFIGS if "--counters" in argv else CONFIGS
+    args = [a for a in argv if a not in ("--dry-run", "--counters")]
     out = Path(args[0] if args else ".")
     out.mkdir(parents=True, exist_ok=True)
     load = None
@@ -369,8 +410,9 @@ def main(argv: list[str]) -> None:
     report: dict[str, Any] = {
         "driver": str(nvml.nvmlSystemGetDriverVersion()),
         "gpu": str(nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(0))),
-        "command": "PYTHONPATH=core/src:exporter/src python3 bench/h200_freshness.py OUT_DIR",
-        "configs": [{"name": n, "window_s": w, "refresh_s": r} for n, w, r in CONFIGS],
+        "command": "PYTHONPATH=core/src:exporter/src python3 bench/h200_freshness.py OUT_DIR"
+        + (" --counters" if configs is COUNTER_CONFIGS else ""),
+        "configs": [{"name": n, "window_s": w, "refresh_s": r} for n, w, r in configs],
         "interval_s": INTERVAL,
     }
     report["profile_table"] = profile_table(nvml)
@@ -379,12 +421,14 @@ def main(argv: list[str]) -> None:
     report["gpm_sample_memory"] = gpm_sample_memory(nvml)
     report["metrics_get_us"] = metrics_get_us(nvml, sleep)
     print("gpm:", report["gpm_sample_memory"], report["metrics_get_us"], flush=True)
-    result = freshness(nvml, load, 12.0 if dry else TOTAL)
-    report["lags"] = lags(result)
-    report["cost_per_cycle"] = costs(result)
+    result = freshness(nvml, load, 12.0 if dry else TOTAL, configs)
+    result["configs"] = report["configs"]
+    report["lags"] = lags(result, configs)
+    report["cost_per_cycle"] = costs(result, configs)
     report["freshness"] = result
     nvml.nvmlShutdown()
-    (out / "h200-freshness.json").write_text(mask(json.dumps(report, indent=1)))
+    name = "h200-freshness-counters.json" if configs is COUNTER_CONFIGS else "h200-freshness.json"
+    (out / name).write_text(mask(json.dumps(report, indent=1)))
     print(json.dumps({"lags": report["lags"], "cost": report["cost_per_cycle"]}, indent=1))
 
 

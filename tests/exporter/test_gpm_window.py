@@ -213,15 +213,25 @@ def test_a_negative_refresh_is_refused() -> None:
         NvmlBackend(sim.node("n").nvml, gpm_refresh=-1.0)
 
 
-@pytest.mark.parametrize(("refresh", "computations"), [("0", 9), ("3s", 3)])
-def test_the_gpm_refresh_setting_reaches_the_backend(refresh: str, computations: int) -> None:
-    """``gpm_refresh`` (YAML/env only) sets how often activity is computed: every cycle by
-    default, or once per refresh period (here at 3, 6 and 9 s)."""
+@pytest.mark.parametrize(
+    ("refresh", "window", "computations"),
+    [("0", "10", 9), ("3s", "10", 3), ("", "10", 4), ("", "1", 9), ("5", "3", 3)],
+)
+def test_the_gpm_refresh_setting_reaches_the_backend(
+    refresh: str, window: str, computations: int
+) -> None:
+    """``gpm_refresh`` (YAML/env only) sets how often activity is computed: every cycle with
+    ``0``, once per refresh period (3 s: at 3, 6 and 9 s), by default every 2 s (at 2, 4, 6
+    and 8 s); never less often than once per window (a 1 s window under the 2 s default: every
+    cycle; a 5 s refresh of a 3 s window: at 3, 6 and 9 s), so a value averages its window."""
     from migscope.exporter.runtime import build
     from migscope.exporter.settings import load_settings
 
+    environ = {"MIGSCOPE_EXPORTER_GPM_INTERVAL": window}
+    if refresh:
+        environ["MIGSCOPE_EXPORTER_GPM_REFRESH"] = refresh
     settings = load_settings(
-        environ={"MIGSCOPE_EXPORTER_GPM_REFRESH": refresh},
+        environ=environ,
         overrides={"backend": "sim", "scenario": "h200-node", "pod_attribution": False},
     )
     exporter = build(settings, realtime=False)

@@ -274,7 +274,9 @@ def _dcgm_exposition(settings: ExporterSettings) -> DcgmExposition | None:
 def render_once(settings: ExporterSettings) -> bytes:
     """Sample twice one interval apart (GPM needs a pair) and return one text exposition.
 
-    The GPM window shrinks to that one interval, so ``--once`` shows activity at once.
+    The GPM window shrinks to that one interval and is computed at each of the two samples
+    (``gpm_refresh`` 0, whatever is set: the default 2 s would skip the second), so ``--once``
+    shows activity at once.
     Unlike serving, which keeps retrying a backend that cannot load (and says so on
     ``/healthz``), ``--once`` is a check: a backend that cannot be opened, or that read no GPU
     at all, is an error rather than an exposition of ``migscope_collector_success 0``.
@@ -285,7 +287,7 @@ def render_once(settings: ExporterSettings) -> bytes:
     """
     if settings.web_config:
         load_web_config(settings.web_config)  # a broken file is reported even here
-    settings = settings.model_copy(update={"gpm_interval": settings.interval})
+    settings = settings.model_copy(update={"gpm_interval": settings.interval, "gpm_refresh": 0.0})
     exporter = build(settings, realtime=False)
     try:
         _open_backend(exporter.backend)

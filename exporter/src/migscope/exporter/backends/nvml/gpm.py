@@ -160,6 +160,9 @@ class GpmReader:
         window: Seconds the published activity averages.
         refresh: Seconds between two computations of an owner's activity; 0 refreshes it
             every cycle. In between, the last value is republished without an NVML call.
+            A refresh longer than the window is the window's length: each value then still
+            averages ``window`` (computed once per window, as fixed windows are), not a
+            longer span nobody asked for (a 1 s window under the 2 s default refresh).
     """
 
     def __init__(
@@ -168,7 +171,7 @@ class GpmReader:
         self._nvml = nvml
         self._call = call
         self._window = window
-        self._refresh = refresh
+        self._refresh = min(refresh, window)
         self._request: tuple[Any, list[Any]] | None = None
 
     def activity(
