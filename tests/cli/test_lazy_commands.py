@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -34,3 +36,87 @@ def test_a_command_whose_extra_is_missing_says_what_to_install(
     assert "Traceback" not in result.output
     listing = CliRunner().invoke(cli_main.cli, ["--help"])
     assert "ghost" in listing.output
+
+
+HEAVY_MODULES = (
+    "pandas",
+    "numpy",
+    "highspy",
+    "httpx",
+    "kubernetes",
+    "pynvml",
+    "prometheus_client",
+    "apscheduler",
+    "pydantic",
+    "migscope.kube",
+    "migscope.sim",
+    "migscope.scheduler",
+    "migscope.applier",
+    "migscope.analyzer.pipeline",
+    "migscope.analyzer.policy",
+    "migscope.analyzer.run",
+    "migscope.analyzer.report",
+    "migscope.analyzer.sources",
+    "migscope.analyzer.stats",
+)
+"""What printing help must not load: the libraries and the engines behind the commands."""
+
+_PROBE = (
+    "import json, sys; from migscope.cli.main import cli\n"
+    "try:\n"
+    "    cli.main(args=json.loads(sys.argv[1]), prog_name='migscope', standalone_mode=False)\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print(json.dumps(sorted(sys.modules)))"
+)
+
+
+def _help_pages() -> list[list[str]]:
+    """``--version``, and ``--help`` of the group and of every command and subcommand."""
+    group = cli_main.cli
+    pages = [["--version"], ["--help"]]
+    for name in group.list_commands(click.Context(group)):
+        pages.append([name, "--help"])
+        command = group.get_command(click.Context(group), name)
+        if isinstance(command, click.Group):
+            subcommands = command.list_commands(click.Context(command))
+            pages += [[name, sub, "--help"] for sub in subcommands]
+    return pages
+
+
+@pytest.mark.parametrize("args", _help_pages(), ids=" ".join)
+def test_help_and_version_load_no_heavy_library(args: list[str]) -> None:
+    """A help page answers at once: no numpy, Kubernetes client, scheduler or analyzer engine.
+
+    In a fresh interpreter, since this one has loaded everything already (issue 26).
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.splitlines()[-1])
+    heavy = [m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in HEAVY_MODULES)]
+    assert heavy == [], f"migscope {' '.join(args)} loaded {heavy}"
+
+
+def test_the_defaults_help_shows_are_the_engines_own() -> None:
+    """Where ``--help`` shows a default from a light copy, the copy equals the engine's.
+
+    The engines' modules are heavy to import, so ``analyzer.options`` and ``schedule_cmd``
+    hold the numbers ``--help`` shows; this keeps them one truth until the engines import
+    them from there.
+    """
+    from migscope.analyzer import demand, options, stats
+    from migscope.analyzer.sources import prometheus
+    from migscope.analyzer.sources.remote_stats import modes
+    from migscope.cli import schedule_cmd
+    from migscope.scheduler import DEFAULT_SHUTDOWN_GRACE_SECONDS
+
+    assert options.DEFAULT_STEP_SECONDS == stats.DEFAULT_STEP_SECONDS
+    assert options.DEFAULT_HEADROOM == demand.DEFAULT_HEADROOM
+    assert options.DEFAULT_TIMEOUT_SECONDS == prometheus.DEFAULT_TIMEOUT_SECONDS
+    assert options.STATS_MODES == modes.STATS_MODES
+    assert schedule_cmd.SHUTDOWN_GRACE_SECONDS == DEFAULT_SHUTDOWN_GRACE_SECONDS

@@ -9,7 +9,8 @@ series, bad window, unreadable file) is one line on stderr and exit status 1. Pr
 stderr: every stage on a terminal; in a log (a CronJob, the scheduler) a timestamped line every
 few seconds once a run lasts that long (:mod:`migscope.cli.progress`), so stdout stays the
 report alone. How ``--prometheus`` is reached (tenant, headers, TLS, auth) is
-:mod:`migscope.cli.server_access`.
+:mod:`migscope.cli.server_access`. The analyzer's engine (the sources, the run, the reports)
+is imported when the command runs, not for ``--help`` (issue 26).
 """
 
 from __future__ import annotations
@@ -17,26 +18,21 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import cast
+from typing import TYPE_CHECKING, cast, get_args
 
 import click
 
-from migscope.analyzer.options import DEFAULT_TIME_LIMIT_SECONDS, AnalyzeOptions, Objective
-from migscope.analyzer.report import (
-    Format,
-    ReportExtras,
-    report_data,
-    validate_report,
-    write_report,
-    write_reports,
+from migscope.analyzer.options import (
+    DEFAULT_HEADROOM,
+    DEFAULT_OBJECTIVE,
+    DEFAULT_STEP_SECONDS,
+    DEFAULT_TIME_LIMIT_SECONDS,
+    DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_WINDOW_SECONDS,
+    STATS_MODES,
+    AnalyzeOptions,
+    Objective,
 )
-from migscope.analyzer.report.grafana import normalise_base_url
-from migscope.analyzer.report.trend import read_trend
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.run import run
-from migscope.analyzer.sources.prometheus import DEFAULT_TIMEOUT_SECONDS
-from migscope.analyzer.sources.remote_stats.modes import STATS_MODES
-from migscope.analyzer.sources.remote_stats.result import StatsMode
 from migscope.cli.analyze_inputs import (
     choose_source,
     load_what_if_config,
@@ -56,10 +52,12 @@ from migscope.cli.progress import DEFAULT_PROGRESS_INTERVAL_SECONDS, Heartbeat, 
 from migscope.cli.server_access import ServerAccess, server_access_options
 from migscope.cli.summary import summary_lines
 
-__all__ = ["analyze_command", "parse_window", "write_outputs"]
+if TYPE_CHECKING:
+    from migscope.analyzer.report import Format, ReportExtras
+    from migscope.analyzer.result import AnalysisResult
+    from migscope.analyzer.sources.remote_stats.result import StatsMode
 
-DEFAULTS = AnalyzeOptions()
-"""The analyzer's defaults, shown by ``--help`` as they are."""
+__all__ = ["analyze_command", "parse_window", "write_outputs"]
 
 
 @click.command("analyze")
@@ -97,7 +95,7 @@ DEFAULTS = AnalyzeOptions()
 @click.option(
     "--window",
     "window",
-    default=seconds(DEFAULTS.window_s),
+    default=seconds(DEFAULT_WINDOW_SECONDS),
     show_default=True,
     help="Length of the analysed window (7d, 36h, 90m).",
 )
@@ -111,7 +109,7 @@ DEFAULTS = AnalyzeOptions()
 @click.option(
     "--step",
     type=Duration(),
-    default=seconds(DEFAULTS.step_s),
+    default=seconds(DEFAULT_STEP_SECONDS),
     show_default=True,
     help="Sample interval (the exporter's scrape interval).",
 )
@@ -135,14 +133,14 @@ DEFAULTS = AnalyzeOptions()
 @click.option("--price-per-gpu-hour", type=float, default=None, help="Adds costs to savings.")
 @click.option(
     "--headroom",
-    default=f"{DEFAULTS.headroom:g}",
+    default=f"{DEFAULT_HEADROOM:g}",
     show_default=True,
     help="Spare share per profile: a fraction from 0 to 1 (0.1) or a percentage (10%).",
 )
 @click.option(
     "--objective",
-    type=click.Choice(["consolidate", "minimal-change"]),
-    default=DEFAULTS.objective,
+    type=click.Choice(list(get_args(Objective))),
+    default=DEFAULT_OBJECTIVE,
     show_default=True,
     help="After covering demand: free GPUs first, or change as few GPUs as possible.",
 )
@@ -227,6 +225,8 @@ def analyze_command(
     Exactly one of --source, --simulate or --prometheus. With --out, writes report.json,
     report.md, slices.csv, report.html, mig-parted-config.yaml and node-plan.json there.
     """
+    from migscope.analyzer.run import run
+
     if apply and simulate is not None:
         raise InvalidInput(
             "--apply with --simulate: a plan from simulated data is never applied to a cluster"
@@ -247,7 +247,7 @@ def analyze_command(
             access=access,
             timeout_s=timeout,
             progress=say,
-            stats=cast(StatsMode, stats),
+            stats=cast("StatsMode", stats),
         )
         if say is not None:
             say.status = server_status(origin)
@@ -293,6 +293,10 @@ def _report_extras(
     previous_reports: str | None, grafana_url: str | None, out_dir: str | None
 ) -> ReportExtras:
     """The trend and the Grafana address, checked before the analysis runs (fail fast)."""
+    from migscope.analyzer.report import ReportExtras
+    from migscope.analyzer.report.grafana import normalise_base_url
+    from migscope.analyzer.report.trend import read_trend
+
     if grafana_url is not None:
         grafana_url = normalise_base_url(grafana_url)
     trend = None
@@ -311,6 +315,8 @@ def write_outputs(
     extras: ReportExtras | None = None,
 ) -> None:
     """Write the reports into ``out_dir`` (with a summary) and print ``fmt`` on stdout."""
+    from migscope.analyzer.report import report_data, validate_report, write_report, write_reports
+
     data = report_data(result, extras)  # once for both: at fleet scale it is not cheap
     report = validate_report(data)
     if out_dir is not None:

@@ -2,7 +2,9 @@
 
 Each function turns one group of flags into the analyzer's terms (a
 :class:`~migscope.analyzer.sources.base.Source`, a policy, pending demand) and says what is
-wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them together.
+wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them together. What
+they hand over to (the sources, the policy, the Kubernetes client) is imported when they are
+called, so that importing this module for ``--help`` loads none of it.
 """
 
 from __future__ import annotations
@@ -11,28 +13,22 @@ import math
 import ssl
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 import click
 
-from migscope.analyzer.policy import Policy, load_policy
-from migscope.analyzer.sources.base import Source
-from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
-from migscope.analyzer.sources.file import FileSource
-from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.prometheus_source import PrometheusSource
-from migscope.analyzer.sources.remote_stats.result import StatsMode
-from migscope.analyzer.sources.simulation import SimulationSource
-from migscope.analyzer.sources.workload_owners import cluster_owners, kube_state_metrics_owners
-from migscope.analyzer.workloads import OwnerLookup, PodOwners, merge_owners
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import parse_duration_flag
 from migscope.cli.progress import ProgressLog
 from migscope.cli.server_access import ServerAccess
-from migscope.core.migparted import MigPartedConfig, parse_config
-from migscope.kube import Kube, KubeError, api_client
+
+if TYPE_CHECKING:
+    from migscope.analyzer.policy import Policy
+    from migscope.analyzer.sources.base import Source
+    from migscope.analyzer.sources.remote_stats.result import StatsMode
+    from migscope.analyzer.workloads import OwnerLookup, PodOwners
+    from migscope.core.migparted import MigPartedConfig
 
 __all__ = [
     "PendingMode",
@@ -108,6 +104,8 @@ def server_status(source: Source) -> Callable[[], str] | None:
 
     None for sources that read no server (a file, the simulator): they have nothing to add.
     """
+    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+
     if not isinstance(source, PrometheusSource):
         return None
     client = source.client
@@ -153,6 +151,12 @@ def choose_source(
         InvalidInput: none or several named, ``--prometheus-embedded`` with a server, server
             access flags without a server, or options the client refuses.
     """
+    from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
+    from migscope.analyzer.sources.file import FileSource
+    from migscope.analyzer.sources.prometheus import PrometheusClient
+    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.analyzer.sources.simulation import SimulationSource
+
     if access is None:
         access = ServerAccess(bearer_token_file=bearer_token_file)
     elif bearer_token_file is not None:
@@ -209,6 +213,8 @@ def read_policy(path: str | None) -> Policy:
     Raises:
         InvalidInput: unreadable (the policy's own errors are UserErrors already).
     """
+    from migscope.analyzer.policy import load_policy
+
     try:
         return load_policy(path)
     except OSError as exc:
@@ -249,6 +255,9 @@ def read_pending(
     ``on`` (or a ``kubeconfig`` given) turns every failure into an InvalidInput; ``auto``
     turns it into a note, because a report without pending pods is still worth having.
     """
+    from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
+    from migscope.kube import Kube, KubeError, api_client
+
     if mode == "off":
         return [], []
     try:
@@ -273,6 +282,11 @@ def owner_lookup(
     ``--prometheus``, pods the cluster did not answer for are looked up in
     ``kube_pod_owner``. None when neither is at hand: owners are guessed from pod names.
     """
+    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.analyzer.sources.workload_owners import cluster_owners, kube_state_metrics_owners
+    from migscope.analyzer.workloads import PodOwners, merge_owners
+    from migscope.kube import Kube, KubeError, api_client
+
     server = source.client if isinstance(source, PrometheusSource) else None
     if mode == "off" and server is None:
         return None
@@ -332,6 +346,8 @@ def load_what_if_config(path: str | None) -> MigPartedConfig | None:
     Raises:
         InvalidInput: unreadable (a bad config is a ConfigError, a UserError, naming the file).
     """
+    from migscope.core.migparted import parse_config
+
     if path is None:
         return None
     try:

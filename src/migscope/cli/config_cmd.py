@@ -10,12 +10,15 @@ FILE may be the config itself, a ConfigMap holding it (any data key; the GPU Ope
 Exit status: 0 every config fits the models its filters or profile names point to (some
 unfiltered configs may not fit every model their names exist on: listed, not an error), 1
 something invalid or unreadable, 2 usage error.
+The mig-parted reader (its pydantic schema) is imported when the command runs, not for
+``--help``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import click
 
@@ -31,16 +34,10 @@ from migscope.cli.gpu_table import (
 from migscope.cli.params import chosen_format, format_option
 from migscope.core.catalogue import GpuModel
 from migscope.core.drivers import DriverVersion
-from migscope.core.migparted import (
-    PLAIN_FORM,
-    ConfigCheck,
-    ConfigError,
-    ConfigReport,
-    ConfigSource,
-    check_config,
-    read_config_sources,
-)
 from migscope.core.profile_table import ProfileTableError, identify_model, model_from_table
+
+if TYPE_CHECKING:
+    from migscope.core.migparted import ConfigCheck, ConfigError, ConfigReport, ConfigSource
 
 __all__ = ["validate_config"]
 
@@ -85,6 +82,8 @@ def validate_config(
     only are counted and named. --gpu-table TABLE checks for the GPU whose profile table
     TABLE holds (its model from --gpu, else from the table).
     """
+    from migscope.core.migparted import ConfigError, check_config, read_config_sources
+
     output = chosen_format(format_, output, "text")
     driver = parse_driver(driver_text)
     gpu = resolve_model(gpu_query, "--gpu")
@@ -165,6 +164,8 @@ def _print_text(file: str, source: ConfigSource, report: ConfigCheck, table: _Ta
 
     A note's evidence (the source of a driver-dependent name) is printed once per source.
     """
+    from migscope.core.migparted import PLAIN_FORM
+
     for config in report.invalid:
         for error in config.errors:
             click.echo(error)

@@ -17,9 +17,7 @@ import time
 
 import click
 
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import write_reports
-from migscope.analyzer.run import run
+from migscope.analyzer.options import DEFAULT_TIMEOUT_SECONDS, AnalyzeOptions
 from migscope.cli.analyze_inputs import choose_source, parse_window, progress_reporter
 from migscope.cli.errors import InvalidInput
 from migscope.cli.summary import summary_lines
@@ -60,6 +58,9 @@ def demo(
     prometheus_embedded: bool,
 ) -> None:
     """Simulate a week of a small MIG fleet, analyse it, and write the reports."""
+    from migscope.analyzer.report import write_reports
+    from migscope.analyzer.run import run
+
     began = time.monotonic()
     window_s = parse_window(window)
     through = " through a local Prometheus" if prometheus_embedded else ""
@@ -73,7 +74,7 @@ def demo(
         prometheus=None,
         embedded=prometheus_embedded,
         bearer_token_file=None,
-        timeout_s=60.0,
+        timeout_s=DEFAULT_TIMEOUT_SECONDS,
         progress=say,
     )
     options = AnalyzeOptions(window_s=window_s, price_per_gpu_hour=price_per_gpu_hour, progress=say)

@@ -1,7 +1,8 @@
 """``migscope schedule``: run reports and applies on cron schedules from one config file.
 
-The logic lives in :mod:`migscope.scheduler`; this module reads the options, turns a
-bad file into one line on stderr (exit 1) and maps a run to the exit status. The scheduler's
+The logic lives in :mod:`migscope.scheduler` (imported when the command runs, not for
+``--help``); this module reads the options, turns a bad file into one line on stderr (exit 1)
+and maps a run to the exit status. The scheduler's
 own output is JSON lines on stderr; ``--check`` prints a table on stdout.
 
 Every ``report`` and ``apply`` job's ``args`` are parsed by the real ``migscope analyze`` and
@@ -16,26 +17,25 @@ import contextlib
 import io
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import Duration, seconds
 from migscope.core.errors import UserError, one_line
-from migscope.scheduler import (
-    DEFAULT_SHUTDOWN_GRACE_SECONDS,
-    JobArgsError,
-    JobConfig,
-    JsonLog,
-    ScheduleConfig,
-    load_schedule,
-    next_fire_times,
-    run_once,
-    serve,
-)
+
+if TYPE_CHECKING:
+    from migscope.scheduler import JobConfig, ScheduleConfig
 
 __all__ = ["check_lines", "job_args_problem", "schedule_command"]
+
+SHUTDOWN_GRACE_SECONDS = 60.0
+"""``--shutdown-grace``'s default, which ``--help`` shows without loading the scheduler.
+
+:data:`migscope.scheduler.DEFAULT_SHUTDOWN_GRACE_SECONDS` is the same number (importing it
+loads APScheduler); ``tests/cli/test_lazy_commands.py`` holds the two equal.
+"""
 
 
 def _subcommand(kind: str) -> tuple[str, click.Command]:
@@ -174,6 +174,8 @@ def _load(config_file: str) -> ScheduleConfig:
         click.exceptions.Exit: with status 1, after one ``migscope: error:`` line per job
             whose arguments ``migscope`` would refuse.
     """
+    from migscope.scheduler import JobArgsError, load_schedule
+
     try:
         return load_schedule(config_file, check_args=job_args_problem)
     except JobArgsError as exc:
@@ -184,6 +186,8 @@ def _load(config_file: str) -> ScheduleConfig:
 
 def check_lines(config: ScheduleConfig) -> list[str]:
     """One line per job: name, kind, cron line and the next time it fires."""
+    from migscope.scheduler import next_fire_times
+
     rows = [
         (job.name, job.kind, job.cron, when.isoformat() if when is not None else "never")
         for job, when in next_fire_times(config)
@@ -208,7 +212,7 @@ def check_lines(config: ScheduleConfig) -> list[str]:
 @click.option(
     "--shutdown-grace",
     type=Duration(positive=False),
-    default=seconds(DEFAULT_SHUTDOWN_GRACE_SECONDS),
+    default=seconds(SHUTDOWN_GRACE_SECONDS),
     show_default=True,
     help="How long a running job may finish after SIGTERM/SIGINT before it is terminated.",
 )
@@ -225,6 +229,8 @@ def schedule_command(
     A job never overlaps itself and runs wait for each other; missed runs are coalesced
     into one if less than misfire_grace_seconds late. Logs are JSON lines on stderr.
     """
+    from migscope.scheduler import JsonLog, run_once, serve
+
     if check and once is not None:
         raise click.UsageError("--check and --once exclude each other")
     config = _load(config_file)

@@ -25,7 +25,6 @@ from typing import Any
 
 import click
 
-from migscope.analyzer.sources.prometheus.auth import header_problem
 from migscope.cli.errors import InvalidInput
 from migscope.core.errors import MigscopeError
 
@@ -133,6 +132,8 @@ def parse_header(text: str, where: str) -> tuple[str, str]:
         InvalidInput: no colon, a name that is not an HTTP token, an empty value, or a value
             HTTP cannot carry. The value is never quoted; the name only once it is valid.
     """
+    from migscope.analyzer.sources.prometheus.auth import header_problem
+
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
     if not colon or not _FIELD_NAME.fullmatch(name):
@@ -306,6 +307,8 @@ def read_access(
         else None
     )
     if tenant is not None:
+        from migscope.analyzer.sources.prometheus.auth import header_problem
+
         tenant = tenant.strip()
         if not tenant:
             raise InvalidInput("--tenant is empty")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from migscope.analyzer.result import AnalysisResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from migscope.analyzer.result import AnalysisResult
 
 __all__ = ["summary_lines"]
 

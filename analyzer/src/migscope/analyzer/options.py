@@ -5,6 +5,10 @@ analyze`` child processes), the benchmarks and the tests all start an analysis; 
 restate a dozen defaults (window, step, headroom, solver time, objective). They now build an
 :class:`AnalyzeOptions` and change only what they mean to change, and the CLI's ``--help``
 shows these same defaults.
+
+The module imports nothing heavy (the types it names are for the type checker only, and the
+packaged policy is loaded when an :class:`AnalyzeOptions` is made), so that ``migscope
+analyze --help`` can show the defaults without loading numpy, the policy or the sources.
 """
 
 from __future__ import annotations
@@ -12,18 +16,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from migscope.analyzer.demand import DEFAULT_HEADROOM, PoolSelector
-from migscope.analyzer.policy import Policy, default_policy
-from migscope.analyzer.stats import DEFAULT_STEP_SECONDS
-from migscope.analyzer.workloads import OwnerLookup
 from migscope.core.errors import UserError
-from migscope.core.migparted import MigPartedConfig
+
+if TYPE_CHECKING:
+    from migscope.analyzer.demand import PoolSelector
+    from migscope.analyzer.policy import Policy
+    from migscope.analyzer.workloads import OwnerLookup
+    from migscope.core.migparted import MigPartedConfig
 
 __all__ = [
+    "DEFAULT_HEADROOM",
+    "DEFAULT_OBJECTIVE",
+    "DEFAULT_STEP_SECONDS",
+    "DEFAULT_TIMEOUT_SECONDS",
     "DEFAULT_TIME_LIMIT_SECONDS",
     "DEFAULT_WINDOW_SECONDS",
+    "STATS_MODES",
     "AnalyzeOptions",
     "BadOptionError",
     "Objective",
@@ -33,11 +43,38 @@ __all__ = [
 DEFAULT_WINDOW_SECONDS = 7 * 86400.0
 """A week: long enough to see weekly cycles, what the report is meant to summarise."""
 
+DEFAULT_STEP_SECONDS = 60.0
+"""Resolution the analyzer expects its data at: one sample per slice per minute.
+
+``analyzer.stats`` still writes its own; ``tests/cli/test_lazy_commands.py`` holds the two
+equal until it imports this one."""
+
+DEFAULT_HEADROOM = 0.10
+"""Share of each demanded profile added on top, rounded to the nearest instance.
+
+``analyzer.demand`` still writes its own; ``tests/cli/test_lazy_commands.py`` holds the two
+equal until it imports this one."""
+
 DEFAULT_TIME_LIMIT_SECONDS = 5.0
 """Solver seconds per pool: exact for fleets of hundreds of GPUs, bounded for larger ones."""
 
+DEFAULT_TIMEOUT_SECONDS = 60.0
+"""How long one request to a server may take (``--timeout``): a week of statistics is slow.
+
+``analyzer.sources.prometheus`` still writes its own; ``tests/cli/test_lazy_commands.py``
+holds the two equal until it imports this one."""
+
+STATS_MODES: tuple[str, ...] = ("exact", "fast", "auto")
+"""How a server computes the statistics (``--stats``; ``remote_stats.modes`` says each).
+
+``analyzer.sources.remote_stats.modes`` still writes its own; ``tests/cli/test_lazy_commands.py``
+holds the two equal until it imports this one."""
+
 Objective = Literal["consolidate", "minimal-change"]
 """What the plan optimises after covering demand (docs/planner.md, Weights)."""
+
+DEFAULT_OBJECTIVE: Objective = "consolidate"
+"""Free GPUs first."""
 
 Progress = Callable[[str], None]
 """Called with a short message at each stage (the CLI shows it on a terminal)."""
@@ -45,6 +82,13 @@ Progress = Callable[[str], None]
 
 class BadOptionError(UserError, ValueError):
     """An option outside what an analysis can use (the message names it)."""
+
+
+def _default_policy() -> Policy:
+    """The packaged policy, loaded when options are made (not when this module is imported)."""
+    from migscope.analyzer.policy import default_policy
+
+    return default_policy()
 
 
 @dataclass(frozen=True)
@@ -75,10 +119,10 @@ class AnalyzeOptions:
     window_s: float = DEFAULT_WINDOW_SECONDS
     end: float | None = None
     step_s: float = DEFAULT_STEP_SECONDS
-    policy: Policy = field(default_factory=default_policy)
+    policy: Policy = field(default_factory=_default_policy)
     headroom: float = DEFAULT_HEADROOM
     price_per_gpu_hour: float | None = None
-    objective: Objective = "consolidate"
+    objective: Objective = DEFAULT_OBJECTIVE
     time_limit_s: float = DEFAULT_TIME_LIMIT_SECONDS
     keep_mis_sized: bool = False
     selector: PoolSelector | None = None
