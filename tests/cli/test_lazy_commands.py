@@ -50,7 +50,9 @@ HEAVY_MODULES = (
     "pydantic",
     "migscope.kube",
     "migscope.sim",
-    "migscope.scheduler",
+    "migscope.scheduler.config",
+    "migscope.scheduler.service",
+    "migscope.scheduler.runs",
     "migscope.applier",
     "migscope.analyzer.pipeline",
     "migscope.analyzer.policy",
@@ -105,18 +107,15 @@ def test_help_and_version_load_no_heavy_library(args: list[str]) -> None:
 def test_the_defaults_help_shows_are_the_engines_own() -> None:
     """Where ``--help`` shows a default from a light copy, the copy equals the engine's.
 
-    The engines' modules are heavy to import, so ``analyzer.options`` and ``schedule_cmd``
+    The engines' modules are heavy to import, so ``analyzer.options``
     hold the numbers ``--help`` shows; this keeps them one truth until the engines import
     them from there.
     """
     from migscope.analyzer import demand, options, stats
     from migscope.analyzer.sources import prometheus
     from migscope.analyzer.sources.remote_stats import modes
-    from migscope.cli import schedule_cmd
-    from migscope.scheduler import DEFAULT_SHUTDOWN_GRACE_SECONDS
 
     assert options.DEFAULT_STEP_SECONDS == stats.DEFAULT_STEP_SECONDS
     assert options.DEFAULT_HEADROOM == demand.DEFAULT_HEADROOM
     assert options.DEFAULT_TIMEOUT_SECONDS == prometheus.DEFAULT_TIMEOUT_SECONDS
     assert options.STATS_MODES == modes.STATS_MODES
-    assert schedule_cmd.SHUTDOWN_GRACE_SECONDS == DEFAULT_SHUTDOWN_GRACE_SECONDS

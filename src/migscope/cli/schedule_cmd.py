@@ -24,18 +24,12 @@ import click
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import Duration, seconds
 from migscope.core.errors import UserError, one_line
+from migscope.scheduler.defaults import DEFAULT_SHUTDOWN_GRACE_SECONDS
 
 if TYPE_CHECKING:
     from migscope.scheduler import JobConfig, ScheduleConfig
 
 __all__ = ["check_lines", "job_args_problem", "schedule_command"]
-
-SHUTDOWN_GRACE_SECONDS = 60.0
-"""``--shutdown-grace``'s default, which ``--help`` shows without loading the scheduler.
-
-:data:`migscope.scheduler.DEFAULT_SHUTDOWN_GRACE_SECONDS` is the same number (importing it
-loads APScheduler); ``tests/cli/test_lazy_commands.py`` holds the two equal.
-"""
 
 
 def _subcommand(kind: str) -> tuple[str, click.Command]:
@@ -212,7 +206,7 @@ def check_lines(config: ScheduleConfig) -> list[str]:
 @click.option(
     "--shutdown-grace",
     type=Duration(positive=False),
-    default=seconds(SHUTDOWN_GRACE_SECONDS),
+    default=seconds(DEFAULT_SHUTDOWN_GRACE_SECONDS),
     show_default=True,
     help="How long a running job may finish after SIGTERM/SIGINT before it is terminated.",
 )

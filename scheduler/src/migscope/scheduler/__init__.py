@@ -19,25 +19,65 @@ One module per job:
 * :mod:`~migscope.scheduler.webhook`: a POST after each run, which never fails the run.
 * :mod:`~migscope.scheduler.service`: the scheduler itself (one run at a time, coalescing,
   misfire grace, a clean stop on SIGTERM) and ``--once``.
+* :mod:`~migscope.scheduler.defaults`: the numbers ``migscope schedule --help`` shows.
+
+The names below are this distribution's front door. They load on first use (PEP 562): the
+CLI imports this package to print ``--help``, which must not load APScheduler, pydantic or
+YAML (``tests/cli/test_lazy_commands.py``).
 """
 
-from migscope.scheduler.config import (
-    ArgsCheck,
-    JobArgsError,
-    JobConfig,
-    JobKind,
-    ScheduleConfig,
-    ScheduleError,
-    load_schedule,
-    next_fire_times,
-    parse_schedule,
-)
-from migscope.scheduler.cron import cron_trigger, zone
-from migscope.scheduler.joblog import JsonLog
-from migscope.scheduler.rundirs import update_latest
-from migscope.scheduler.runs import DEFAULT_KILL_AFTER_SECONDS, Runner, RunResult, child_argv
-from migscope.scheduler.service import DEFAULT_SHUTDOWN_GRACE_SECONDS, run_once, serve
-from migscope.scheduler.webhook import send_webhook
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migscope.scheduler.config import (
+        ArgsCheck,
+        JobArgsError,
+        JobConfig,
+        JobKind,
+        ScheduleConfig,
+        ScheduleError,
+        load_schedule,
+        next_fire_times,
+        parse_schedule,
+    )
+    from migscope.scheduler.cron import cron_trigger, zone
+    from migscope.scheduler.defaults import (
+        DEFAULT_KILL_AFTER_SECONDS,
+        DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    )
+    from migscope.scheduler.joblog import JsonLog
+    from migscope.scheduler.rundirs import update_latest
+    from migscope.scheduler.runs import Runner, RunResult, child_argv
+    from migscope.scheduler.service import run_once, serve
+    from migscope.scheduler.webhook import send_webhook
+
+_HOME = {
+    "ArgsCheck": "config",
+    "JobArgsError": "config",
+    "JobConfig": "config",
+    "JobKind": "config",
+    "ScheduleConfig": "config",
+    "ScheduleError": "config",
+    "load_schedule": "config",
+    "next_fire_times": "config",
+    "parse_schedule": "config",
+    "cron_trigger": "cron",
+    "zone": "cron",
+    "DEFAULT_KILL_AFTER_SECONDS": "defaults",
+    "DEFAULT_SHUTDOWN_GRACE_SECONDS": "defaults",
+    "JsonLog": "joblog",
+    "update_latest": "rundirs",
+    "RunResult": "runs",
+    "Runner": "runs",
+    "child_argv": "runs",
+    "run_once": "service",
+    "serve": "service",
+    "send_webhook": "webhook",
+}
+"""Each exported name's module (under ``migscope.scheduler``)."""
 
 __all__ = [
     "DEFAULT_KILL_AFTER_SECONDS",
@@ -62,3 +102,17 @@ __all__ = [
     "update_latest",
     "zone",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name's module on first use, then keep the name here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -27,12 +27,12 @@ from typing import IO, Any, Literal
 
 from migscope.core.redaction import redact_argv, redact_text
 from migscope.scheduler.config import JobConfig, JobKind, ScheduleConfig
+from migscope.scheduler.defaults import DEFAULT_KILL_AFTER_SECONDS
 from migscope.scheduler.joblog import JsonLog, iso_utc, utc_now
 from migscope.scheduler.rundirs import new_run_dir, update_latest
 from migscope.scheduler.webhook import send_webhook
 
 __all__ = [
-    "DEFAULT_KILL_AFTER_SECONDS",
     "SUMMARY_LINES",
     "RunResult",
     "RunStatus",
@@ -40,9 +40,6 @@ __all__ = [
     "child_argv",
     "signal_name",
 ]
-
-DEFAULT_KILL_AFTER_SECONDS = 10.0
-"""How long a terminated child has between SIGTERM and SIGKILL."""
 
 SUMMARY_LINES = 20
 """At most this many of the child's last stdout lines go into the webhook's ``summary``."""

@@ -28,13 +28,11 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from migscope.scheduler.config import ScheduleConfig
+from migscope.scheduler.defaults import DEFAULT_SHUTDOWN_GRACE_SECONDS
 from migscope.scheduler.joblog import JsonLog, apscheduler_logs_to, iso_utc
 from migscope.scheduler.runs import Runner, RunResult, signal_name
 
-__all__ = ["DEFAULT_SHUTDOWN_GRACE_SECONDS", "run_once", "serve"]
-
-DEFAULT_SHUTDOWN_GRACE_SECONDS = 60.0
-"""How long a running child may finish after SIGTERM/SIGINT before it is terminated."""
+__all__ = ["run_once", "serve"]
 
 
 class _Signals:
