@@ -3,7 +3,9 @@
 Why a module of its own: migscope names a slice in ``migscope_mig_info`` and labels every
 per-slice series with ``core.metrics.MIG_LABELS``, so a slice is node, GPU UUID, GPU-instance
 id and ``mig_uuid`` (new for every instance MIG Manager creates), and its model, pods and
-energy come from series dcgm-exporter does not have.
+energy come from series dcgm-exporter does not have. Its activity is read from the
+active-seconds counter where the slice has one, and from the ratio gauge where it has not
+(:mod:`migscope.analyzer.stats.counters` says why).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from migscope.analyzer.dialect.identity import (
 )
 from migscope.analyzer.dialect.names import (
     GPU_INFO,
+    MIG_ACTIVE_SECONDS,
     MIG_ACTIVITY,
     MIG_ENERGY,
     MIG_INFO,
@@ -39,7 +42,7 @@ from migscope.analyzer.dialect.names import (
 )
 from migscope.analyzer.model import SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
-from migscope.analyzer.stats import SliceSeries, TimeSeries
+from migscope.analyzer.stats import SliceSeries, TimeSeries, counter_activity, prefer_counter
 from migscope.analyzer.stats.quality import Kind
 from migscope.core.catalogue import GpuModel
 
@@ -94,6 +97,12 @@ def migscope_slices(
     (:class:`~migscope.analyzer.dialect.checks.SliceChecks`) happen at once, and the notes
     are theirs: one per kind of out-of-range number found.
 
+    A slice's activity is its active-seconds counter's
+    (:func:`~migscope.analyzer.stats.counter_activity`) where that has a value, else its ratio
+    gauge's (:func:`~migscope.analyzer.stats.prefer_counter`): the gauge aliases at long scrape
+    intervals, the counter is exact at any. The data-quality checks are the gauge's (the
+    counter's ratios are clamped to 0..1 silently, as the server's queries clamp them).
+
     Args:
         series: The series read (``migscope_mig_info`` and the per-slice families).
         default_node: Node name for series without a node label.
@@ -101,6 +110,7 @@ def migscope_slices(
     moves = migscope_moves(series, default_node)
     info = _by_key(series.get(MIG_INFO), default_node, moves)
     activity = _by_key(series.get(MIG_ACTIVITY), default_node, moves)
+    counters = _by_key(series.get(MIG_ACTIVE_SECONDS), default_node, moves)
     used = _by_key(series.get(MIG_MEMORY_USED), default_node, moves)
     total = _by_key(series.get(MIG_MEMORY_TOTAL), default_node, moves)
     pods = _by_key(series.get(MIG_POD_INFO), default_node, moves)
@@ -155,7 +165,10 @@ def migscope_slices(
         for ident, current, model in present:
             yield SliceSeries(
                 info=migscope_slice_info(ident, current.labels, model),
-                activity=TimeSeries.concat(s.samples for s in activity.get(ident, ())),
+                activity=prefer_counter(
+                    TimeSeries.concat(counter_activity(s.samples) for s in counters.get(ident, ())),
+                    TimeSeries.concat(s.samples for s in activity.get(ident, ())),
+                ),
                 memory_used=TimeSeries.concat(s.samples for s in used.get(ident, ())),
                 memory_total_bytes=totals[ident],
                 holders=holders(

@@ -39,6 +39,7 @@ __all__ = [
     "MIB",
     "MIGSCOPE_METRICS",
     "MIGSCOPE_PREFIX",
+    "MIG_ACTIVE_SECONDS",
     "MIG_ACTIVITY",
     "MIG_ENERGY",
     "MIG_INFO",
@@ -63,6 +64,16 @@ MIG_INFO = metric("mig_info").name
 GPU_INFO = metric("gpu_info").name
 GPU_PROFILE_INFO = metric("gpu_mig_profile_info").name
 MIG_ACTIVITY = metric("mig_graphics_active_ratio").name
+MIG_ACTIVE_SECONDS = metric("mig_graphics_active_seconds_total").name
+"""The integral of :data:`MIG_ACTIVITY` (seconds active), which the analyzer prefers to it.
+
+Why: the ratio gauge is the mean of the exporter's last GPM window before a scrape (10 s by
+default), so a scrape every 30 s or 60 s sees a third or a sixth of the time and aliases
+bursts; the counter's increase between two scrapes over the time between them is the exact
+mean of the whole interval. Exporters before the counter (and dcgm-exporter) have only the
+gauge, which is read where a slice has no counter value (see
+:func:`~migscope.analyzer.stats.counter_activity`).
+"""
 MIG_MEMORY_USED = metric("mig_memory_used_bytes").name
 MIG_MEMORY_TOTAL = metric("mig_memory_total_bytes").name
 MIG_POD_INFO = metric("mig_pod_info").name
@@ -197,6 +208,7 @@ MIGSCOPE_METRICS = frozenset(
         GPU_INFO,
         GPU_PROFILE_INFO,
         MIG_ACTIVITY,
+        MIG_ACTIVE_SECONDS,
         MIG_MEMORY_USED,
         MIG_MEMORY_TOTAL,
         MIG_POD_INFO,

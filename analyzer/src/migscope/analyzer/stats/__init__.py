@@ -38,6 +38,11 @@ coverage             ``samples / expected_samples`` when the data come once per 
 energy_joules        ``increase(migscope_mig_energy_estimated_joules_total[W])``
 ==================== =====================================================================
 
+Where the exporter publishes ``migscope_mig_graphics_active_seconds_total`` the activity rows
+read it instead of the ratio gauge, per slice and interval: ``irate(counter[5m])`` (only
+where the interval holds a counter sample), exact at any scrape interval where the gauge
+aliases (:mod:`.counters`).
+
 Coverage and the allocated fraction count *step intervals* (the window cut into ``step``-long
 pieces ending at ``end``) that hold at least one sample, rather than raw samples: with data
 once per step that is the same number, and with a faster scrape (15 s samples, 60 s step) a
@@ -53,25 +58,35 @@ The modules, each one job:
 - :mod:`.promql`: PromQL's ``quantile_over_time`` and ``increase()``, copied exactly.
 - :mod:`.hourly`: the per-hour buckets of activity and allocation.
 - :mod:`.window`: :func:`slice_stats`, one slice's summary of a window, built from the above.
+- :mod:`.counters`: activity from the exporter's active-seconds counter (``irate``'s
+  definition), preferred to the ratio gauge, which aliases at long scrape intervals.
 - :mod:`.quality`: the range each number read must lie in, what becomes of one outside it
   (dropped or clamped), and the report's one note per kind, shared with both sources.
 """
 
 from __future__ import annotations
 
+from migscope.analyzer.stats.counters import (
+    COUNTER_LOOKBACK_SECONDS,
+    counter_activity,
+    prefer_counter,
+)
 from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets
 from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
 from migscope.analyzer.stats.series import RangeSemantics, SliceSeries, TimeSeries
 from migscope.analyzer.stats.window import DEFAULT_STEP_SECONDS, iter_slice_stats, slice_stats
 
 __all__ = [
+    "COUNTER_LOOKBACK_SECONDS",
     "DEFAULT_STEP_SECONDS",
     "HOURLY_PERIOD_SECONDS",
     "RangeSemantics",
     "SliceSeries",
     "TimeSeries",
+    "counter_activity",
     "hourly_buckets",
     "iter_slice_stats",
+    "prefer_counter",
     "prometheus_increase",
     "prometheus_quantile",
     "slice_stats",

@@ -36,6 +36,12 @@ Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s
   window has no energy. :mod:`.quality` finds the slices concerned with one cheap query
   per chunk over raw ranges and counts them only then, for one report note per kind.
 
+* **Activity from the counter first.** Where the server holds
+  ``migscope_mig_graphics_active_seconds_total`` (:func:`.discovery.migscope_names`), each
+  activity statistic reads ``irate(counter[5m]) and count_over_time(counter[step])`` per
+  interval before the ratio gauge, which aliases at long scrape intervals (``or``, per slice
+  and interval: :meth:`.queries.Queries.per_interval`); the embedded path computes the same
+  (:mod:`migscope.analyzer.stats.counters`).
 * **One slice per instance.** Series are grouped by node, GPU, GPU-instance id and, in
   migscope's dialect, ``mig_uuid`` (new for every instance MIG Manager creates), in
   dcgm-exporter's ``GPU_I_PROFILE`` (it has no MIG UUID): a GPU instance id destroyed and

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from migscope.analyzer.dialect import (
     DCGM_FB_CAPACITY,
     DCGM_QUANTITIES,
+    MIG_ACTIVE_SECONDS,
     MIG_INFO,
     NODE_LABELS,
     Dialect,
@@ -33,6 +34,7 @@ __all__ = [
     "detect_semantics",
     "find_moves",
     "find_nodes",
+    "migscope_names",
     "slice_selectors",
 ]
 
@@ -136,6 +138,22 @@ def dcgm_names(client: PrometheusClient, *, start: float, end: float) -> dict[st
     if presence is not None:
         names["presence"] = _spellings(present, presence)
     return names
+
+
+def migscope_names(
+    client: PrometheusClient, *, start: float, end: float
+) -> dict[str, tuple[str, ...]]:
+    """The optional migscope families the server holds: the active-seconds counter, if any.
+
+    ``{MIG_ACTIVE_SECONDS: (MIG_ACTIVE_SECONDS,)}`` when some series of it lies in the
+    window, else ``{}``: the activity queries then read the ratio gauge alone, as before the
+    counters (:meth:`~.queries.Queries.per_interval`), instead of asking every step for a
+    counter nobody writes. One label-values call over the index.
+    """
+    found = client.label_values(
+        "__name__", match=[selector(MIG_ACTIVE_SECONDS)], start=start, end=end
+    )
+    return {MIG_ACTIVE_SECONDS: (MIG_ACTIVE_SECONDS,)} if MIG_ACTIVE_SECONDS in found else {}
 
 
 def slice_selectors(

@@ -21,6 +21,7 @@ from migscope.analyzer.sources.remote_stats.discovery import (
     detect_semantics,
     find_moves,
     find_nodes,
+    migscope_names,
 )
 from migscope.analyzer.sources.remote_stats.fast import fast_chunk_stats
 from migscope.analyzer.sources.remote_stats.modes import choose_mode
@@ -95,7 +96,11 @@ def remote_slice_stats(
     start, end = snap_window(start, end, step)
     chosen = detect_remote_dialect(client, start=start, end=end) if dialect is None else dialect
     engine = detect_semantics(client) if semantics is None else semantics
-    names = dcgm_names(client, start=start, end=end) if chosen is Dialect.DCGM else {}
+    names = (
+        dcgm_names(client, start=start, end=end)
+        if chosen is Dialect.DCGM
+        else migscope_names(client, start=start, end=end)
+    )
     node_labels, found = find_nodes(client, chosen, names, start=start, end=end)
     node_label = node_labels[0] if node_labels else None
     moves, renamed = find_moves(client, chosen, names, node_labels, start=start, end=end, step=step)

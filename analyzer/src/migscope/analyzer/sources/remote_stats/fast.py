@@ -17,7 +17,9 @@ Each slice takes one of three routes (:func:`_route`):
   the quantiles come from the exact path's quantile queries restricted to these slices, and
   the mean of a cell where two activity series meet from its hourly mean at that cell (``@``).
 * **exact**: everything else (NaN or out-of-range samples, a faster scrape than the step, two
-  series of one quantity in one interval): the exact path, restricted to these slices.
+  series of one quantity in one interval, an active-seconds counter, whose per-interval
+  ratios only the exact queries compute, :meth:`.queries.Queries.counter_ratio`): the exact
+  path, restricted to these slices.
 
 Counts of step intervals (samples, coverage, allocation, owners, each cell's allocation, the
 newest interval) combine any number of series exactly, through :mod:`.cells`: the exact
@@ -56,6 +58,7 @@ from migscope.analyzer.sources.remote_stats.inventory import (
 from migscope.analyzer.sources.remote_stats.per_series import (
     ACTIVITY,
     CAPACITY,
+    COUNTER,
     FREE,
     MEMORY,
     PART_LABEL,
@@ -186,10 +189,14 @@ def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
 def _route(reads: Sequence[Read]) -> str:
     """How a slice's values are read: ``reads``, ``merge`` or ``exact`` (module docstring).
 
-    ``exact`` when a sample of its activity or memory is NaN or out of range, or a series
-    has more than one sample in a step interval; ``merge`` when a quantity has several
-    series (their quantiles must be taken over the merged intervals, by the server).
+    ``exact`` when a sample of its activity or memory is NaN or out of range, a series
+    has more than one sample in a step interval, or the slice has an active-seconds counter
+    (its activity is the counter's, :meth:`.queries.Queries.counter_ratio`); ``merge`` when
+    a quantity has several series (their quantiles must be taken over the merged intervals,
+    by the server).
     """
+    if any(r.family == COUNTER for r in reads):
+        return "exact"
     merge = False
     for family in (ACTIVITY, MEMORY):
         mine = [r for r in reads if r.family == family]
@@ -335,6 +342,7 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
             PODS: [MIG_POD_INFO] if migscope else [],
             FREE: q.free,
             CAPACITY: q.capacity,
+            COUNTER: q.activity_counters,
         },
     )
     weekly(reads, nodes)
@@ -495,7 +503,7 @@ def _node_groups(q: Queries, keys: Sequence[SliceId]) -> list[list[SliceId]]:
     by_node: dict[str, list[SliceId]] = defaultdict(list)
     for key in keys:
         by_node[key[0].node].append(key)
-    longest = max([*q.activity, *q.memory, *q.free, *q.capacity], key=len)
+    longest = max([*q.activity, *q.activity_counters, *q.memory, *q.free, *q.capacity], key=len)
     groups: list[list[SliceId]] = []
     for node in sorted(by_node):
         trial = [*groups[-1], *by_node[node]] if groups else []

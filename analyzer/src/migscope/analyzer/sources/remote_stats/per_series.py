@@ -41,6 +41,7 @@ from migscope.analyzer.sources.remote_stats.queries import Queries
 __all__ = [
     "ACTIVITY",
     "CAPACITY",
+    "COUNTER",
     "FREE",
     "MEMORY",
     "PART_LABEL",
@@ -57,6 +58,9 @@ PART_LABEL = "migscope_part"
 """The label that tells the parts of one request apart (``label_replace``)."""
 
 ACTIVITY, MEMORY, PODS, FREE, CAPACITY = "activity", "memory", "pods", "free", "capacity"
+COUNTER = "counter"
+"""The active-seconds counter: read for its last value only, to say which slices have one
+(their activity is the exact queries', :func:`.fast._route`); no cells, no masks."""
 
 SeriesId = tuple[str, frozenset[tuple[str, str]]]
 """A series: its metric name and its labels (without ``__name__`` and the part label)."""
@@ -219,7 +223,7 @@ def cells(reads: Reads, nodes: Sequence[str]) -> None:
     """
     q, spans, grid = reads.q, reads.spans, reads.grid
     parts: list[str] = []
-    metrics = reads._metrics(reads.families)
+    metrics = reads._metrics(f for f in reads.families if f != COUNTER)
     for i, metric in enumerate(metrics):
         present = q.over("present_over_time", metric, nodes, spans.interval)
         expr = f"sum_over_time({present}[{spans.cells}:{spans.step}])"
@@ -264,7 +268,8 @@ def weekly(reads: Reads, nodes: Sequence[str]) -> None:
     minimum (for :func:`.quality.suspects`'s rule, negative values) and sum (NaN when a sample
     is NaN); on Prometheus 2 the samples of the extra interval its closed ranges read
     (``@ start``, see :class:`Spans`). The last value of the memory, free and capacity series
-    (dcgm-exporter's memory total) only where the dialect has those. (The raw sample counts
+    (dcgm-exporter's memory total) only where the dialect has those, and of the
+    active-seconds counter where the server has it. (The raw sample counts
     are read per cell by :func:`cells`, in the same request as the intervals.)
     """
     q, spans = reads.q, reads.spans
@@ -274,6 +279,7 @@ def weekly(reads: Reads, nodes: Sequence[str]) -> None:
         MEMORY: ("p95", "max", "min", "sum", *(("last",) if dcgm else ())),
         FREE: ("last",),
         CAPACITY: ("last",),
+        COUNTER: ("last",),
     }
     start = q.run.window_start
     functions: dict[str, tuple[str, str | None, str, float | None]] = {
@@ -317,7 +323,7 @@ def masks(reads: Reads, needed: Mapping[int, Iterable[SliceId]], nodes: Sequence
     the query length allows (:meth:`Queries.ask_parts`).
     """
     q, spans, grid = reads.q, reads.spans, reads.grid
-    metrics = reads._metrics(reads.families)
+    metrics = reads._metrics(f for f in reads.families if f != COUNTER)
     span_s, step_s = grid.block * grid.step_ms // 1000, grid.step_ms // 1000
     terms: list[tuple[str, tuple[int, int, int]]] = []
     for h, slices in sorted(needed.items()):

@@ -21,6 +21,7 @@ from migscope.analyzer.dialect import (
     DCGM_FB_FREE,
     DCGM_FB_USED,
     DEFAULT_NODE,
+    MIG_ACTIVE_SECONDS,
     MIG_ACTIVITY,
     MIG_MEMORY_USED,
     POD_LABELS,
@@ -33,7 +34,7 @@ from migscope.analyzer.model import HourlyUse, SliceKey
 from migscope.analyzer.sources.prometheus import PrometheusClient, QueryResult, Sample, Series
 from migscope.analyzer.sources.promql import Matcher, duration, selector
 from migscope.analyzer.sources.remote_stats.result import Ledger, RemoteSliceStats
-from migscope.analyzer.stats import hourly_buckets
+from migscope.analyzer.stats import COUNTER_LOOKBACK_SECONDS, hourly_buckets
 
 __all__ = ["NON_EMPTY", "VALID", "Queries", "Restriction", "Values"]
 
@@ -97,6 +98,8 @@ class Queries:
         self.count_range = duration((self.window_ms - (1 if closed else 0)) / 1000)
         self.value_range = duration(self.window_ms / 1000)
         self.step = duration(self.step_ms / 1000)
+        lookback_ms = round(COUNTER_LOOKBACK_SECONDS * 1000)
+        self.lookback = duration((lookback_ms - (1 if closed else 0)) / 1000)
         self.window = self.value_range
         self.migscope = run.dialect is Dialect.MIGSCOPE
         # With moved GPUs (a relabelling changed their node name in the window) the node is
@@ -121,6 +124,9 @@ class Queries:
             return list(names.get(family, (family,)))
 
         self.activity = [MIG_ACTIVITY] if self.migscope else spelled(DCGM_ACTIVITY)
+        # The active-seconds counter, read before the gauge where the server has it
+        # (:meth:`per_interval`); dcgm-exporter has none.
+        self.activity_counters = list(names.get(MIG_ACTIVE_SECONDS, ())) if self.migscope else []
         self.memory = [MIG_MEMORY_USED] if self.migscope else spelled(DCGM_FB_USED)
         self.free = [] if self.migscope else spelled(DCGM_FB_FREE)
         # No capacity clause at all when the server has no such series (4.8 and older).
@@ -300,6 +306,7 @@ class Queries:
         nodes: Sequence[str],
         *,
         ceiling: float | None = None,
+        counters: Sequence[str] = (),
     ) -> str:
         """One valid value per slice and step interval: the input of value statistics.
 
@@ -311,20 +318,52 @@ class Queries:
         series differ in more than the name (4.9 writes ``DCGM_FI_SYSTEM_DRIVER_VERSION``
         where 4.8 wrote ``DCGM_FI_DRIVER_VERSION``), and ``or`` prefers only what has the
         same labels.
+
+        ``counters`` (activity's active-seconds counter, :meth:`counters_for`) come first:
+        where a slice's counter has a value in an interval (:meth:`counter_ratio`) it is read,
+        and ``metrics`` (the ratio gauge) only where it has none, per slice and interval.
+        Why: the gauge is the mean of the exporter's last GPM window before each scrape and
+        aliases at a 30 s or 60 s scrape, the counter's increase is exact at any; an exporter
+        from before the counters, or a counter's first sample, still has the gauge.
         """
 
         # The filter goes inside each branch: ``or`` keeps the left side's NaN over the right
         # side's number when both have the same labels (activity and memory do).
-        def one(m: str) -> str:
-            raw = self.over(fn, m, nodes, self.interval)
-            value = f"{self.in_base_units(raw, m)} {VALID}"
+        def valid(value: str) -> str:
+            value = f"{value} {VALID}"
             return f"clamp_max({value}, {ceiling:g})" if ceiling is not None else f"({value})"
 
-        parts = [
+        def one(m: str) -> str:
+            return valid(self.in_base_units(self.over(fn, m, nodes, self.interval), m))
+
+        parts = [f"(max {self.by} ({valid(self.counter_ratio(c, nodes))}))" for c in counters]
+        parts += [
             f"(max {self.by} ({' or '.join(one(m) for m in names)}))"
             for names in self.generations(metrics)
         ]
         return parts[0] if len(parts) == 1 else f"({' or '.join(parts)})"
+
+    def counters_for(self, metrics: Sequence[str]) -> list[str]:
+        """The counters read before ``metrics`` by :meth:`per_interval`: activity's, if any."""
+        return self.activity_counters if list(metrics) == self.activity else []
+
+    def counter_ratio(self, counter: str, nodes: Sequence[str]) -> str:
+        """Per series and step interval, the ratio an active-seconds counter gives.
+
+        ``irate(c[5m]) and count_over_time(c[step])``: the increase from the sample before
+        the interval's last sample to it, over the seconds between them (a drop is a reset,
+        the increase its new value), where the interval holds a sample and the pair lies
+        within :data:`~migscope.analyzer.stats.COUNTER_LOOKBACK_SECONDS` (less 1 ms on
+        Prometheus 2, whose ranges are closed). VictoriaMetrics' ``irate`` with one sample
+        in its range reaches before it; ``count_over_time(c[5m]) > 1`` stops that. The
+        definition is :func:`~migscope.analyzer.stats.counter_activity`'s.
+        """
+        pair = self.over("irate", counter, nodes, self.lookback)
+        held = self.over("count_over_time", counter, nodes, self.interval)
+        expr = f"{pair} and {held}"
+        if self.run.semantics == "victoriametrics":
+            expr += f" and ({self.over('count_over_time', counter, nodes, self.lookback)} > 1)"
+        return f"({expr})"
 
     @staticmethod
     def generations(metrics: Sequence[str]) -> list[list[str]]:

@@ -47,7 +47,9 @@ def quantile(
     the slice's series merged per step interval, NaN and out-of-range values dropped,
     ``c`` (activity's 1) clamping what is above it.
     """
-    inner = q.per_interval("last_over_time", metrics, nodes, ceiling=c)
+    inner = q.per_interval(
+        "last_over_time", metrics, nodes, ceiling=c, counters=q.counters_for(metrics)
+    )
     return f"quantile_over_time({level}, {inner}[{q.value_range}:{q.step}])"
 
 
@@ -58,7 +60,13 @@ def activity_mean(
 
     ``at``: the bucket ending then instead (the ``@`` modifier).
     """
-    inner = q.per_interval("last_over_time", activity, nodes, ceiling=ACTIVITY_CEILING)
+    inner = q.per_interval(
+        "last_over_time",
+        activity,
+        nodes,
+        ceiling=ACTIVITY_CEILING,
+        counters=q.counters_for(activity),
+    )
     when = "" if at is None else f" @ {at:.3f}"
     return f"avg_over_time({inner}[{q.bucket_range}:{q.step}]{when})"
 
@@ -103,7 +111,9 @@ def identified_chunk_stats(
     order = slice_order(q, infos, nodes)
 
     def maximum(metrics: Sequence[str], c: float | None = None) -> Values:
-        inner = q.per_interval("max_over_time", metrics, nodes, ceiling=c)
+        inner = q.per_interval(
+            "max_over_time", metrics, nodes, ceiling=c, counters=q.counters_for(metrics)
+        )
         return q.values(f"max_over_time({inner}[{q.value_range}:{q.step}])")
 
     top = ACTIVITY_CEILING
