@@ -15,12 +15,12 @@ from migscope.core.dashboards.promql import (
     GPU_SLICES_FREE,
     IDLE_PERCENT,
     KSM_NODE_LABELS,
-    MIG_ACTIVITY,
     MIG_INFO,
     MIG_MEMORY_TOTAL,
     MIG_POD_INFO,
     SEL,
     SLICE,
+    activity,
     gpu_share,
     held,
     idle,
@@ -111,7 +111,7 @@ def fleet_dashboard() -> Json:
             "Mean activity of held slices, by profile",
             [
                 target(
-                    f"avg by (profile) ({MIG_ACTIVITY}{{{SEL}}} * on ({SLICE}) "
+                    f"avg by (profile) ({activity()} * on ({SLICE}) "
                     f"group_left(profile) max by ({SLICE}, profile) ({MIG_INFO}{{{SEL}}}) "
                     f"and on ({SLICE}) {held()})",
                     "{{profile}}",
@@ -122,6 +122,8 @@ def fleet_dashboard() -> Json:
             w=12,
             h=8,
             unit="percentunit",
+            description="Mean over Grafana's rate interval: rate() of the active-seconds "
+            "counter (exact at any scrape interval), the ratio gauge for exporters without it.",
         ),
         panel(
             "barchart",

@@ -11,10 +11,10 @@ from migscope.core.dashboards.grafana import Json, column, dashboard, panel, tar
 from migscope.core.dashboards.promql import (
     CLUSTER,
     IDLE_PERCENT,
-    MIG_ACTIVITY,
     MIG_POD_INFO,
     MIG_POWER_ESTIMATED,
     SLICE,
+    activity,
     idle,
     memory_held,
 )
@@ -51,7 +51,7 @@ def namespaces_dashboard() -> Json:
             "Mean activity of held slices per namespace",
             [
                 target(
-                    f"avg by (namespace) ({MIG_ACTIVITY}{{{CLUSTER}}} "
+                    f"avg by (namespace) ({activity(sel=CLUSTER)} "
                     f"* on ({SLICE}) group_left(namespace) {held_ns})",
                     "{{namespace}}",
                 )
@@ -87,11 +87,7 @@ def namespaces_dashboard() -> Json:
                     instant=True,
                     table=True,
                 ),
-                target(
-                    f"max by ({SLICE}) (avg_over_time({MIG_ACTIVITY}{{{CLUSTER}}}[1h]))",
-                    instant=True,
-                    table=True,
-                ),
+                target(activity("1h", CLUSTER), instant=True, table=True),
                 target(memory_held(CLUSTER), instant=True, table=True),
             ],
             x=0,

@@ -13,12 +13,13 @@ from migscope.core.dashboards.promql import (
     GPU_POWER,
     GPU_SEL,
     GPU_SLICES_FREE,
-    MIG_ACTIVITY,
     MIG_INFO,
     MIG_MEMORY_USED,
     MIG_POD_INFO,
     MIG_POWER_ESTIMATED,
+    RATE_WINDOW,
     SLICE,
+    activity,
 )
 
 __all__ = ["node_dashboard"]
@@ -33,11 +34,7 @@ def _slice_table_targets() -> list[Json]:
             instant=True,
             table=True,
         ),
-        target(
-            f"max by ({SLICE}) ({MIG_ACTIVITY}{{{GPU_SEL}}})",
-            instant=True,
-            table=True,
-        ),
+        target(activity(RATE_WINDOW, GPU_SEL), instant=True, table=True),
         target(
             f"max by ({SLICE}) ({MIG_MEMORY_USED}{{{GPU_SEL}}})",
             instant=True,
@@ -64,7 +61,8 @@ def node_dashboard() -> Json:
             w=24,
             h=10,
             description="One row per GPU instance, in placement order: start and size in memory "
-            "slices, the pod holding it, current activity, memory and estimated power.",
+            "slices, the pod holding it, activity (mean over the rate interval), memory and "
+            "estimated power.",
             transformations=[
                 {"id": "merge", "options": {}},
                 {"id": "sortBy", "options": {"sort": [{"field": "placement_start"}]}},
@@ -73,12 +71,14 @@ def node_dashboard() -> Json:
         panel(
             "timeseries",
             "Activity per slice",
-            [target(f"{MIG_ACTIVITY}{{{GPU_SEL}}}", per_slice)],
+            [target(activity(RATE_WINDOW, GPU_SEL), per_slice)],
             x=0,
             y=10,
             w=12,
             h=8,
             unit="percentunit",
+            description="rate() of the active-seconds counter: the exact mean over the rate "
+            "interval at any scrape interval; the ratio gauge for exporters without it.",
         ),
         panel(
             "timeseries",
