@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -301,3 +302,32 @@ def test_deprecated_apply_flags_still_work_and_say_what_to_use(tmp_path: Path) -
         "migscope: warning: --timeout is deprecated, use --node-timeout",
         "migscope: warning: --window is deprecated, use --maintenance-window",
     ]
+
+
+def test_the_options_defaults_are_the_apply_settings_own() -> None:
+    """``ApplySettings`` is the only home of the applier's defaults (issue 26): each option
+    of ``migscope apply`` defaults to its field, as ``analyze --apply`` gets them."""
+    from migscope.applier.settings import ApplySettings
+    from migscope.cli.apply_cmd import apply_command, parse_max_plan_age
+    from migscope.core.durations import parse_duration
+
+    ctx = click.Context(apply_command)
+    shown = {p.name: p.get_default(ctx) for p in apply_command.params}
+    want = ApplySettings()
+    durations = {
+        "node_timeout": want.node_timeout_s,
+        "drain_timeout": want.drain_timeout_s,
+        "lease_wait": want.lease_wait_s,
+    }
+    for name, value in durations.items():
+        assert parse_duration(str(shown[name])) == value, name
+    for name in ("max_nodes", "max_changes_per_day", "max_changes_per_node_per_day"):
+        assert shown[name] == getattr(want, name), name
+    assert shown["namespace"] == want.namespace
+    assert want.configmap is None  # no default: the ClusterPolicy's ConfigMap
+    assert (shown["apply"], shown["drain"]) == (want.apply, want.drain)
+    assert (shown["allow_simulated"], shown["allow_stranding"]) == (
+        want.allow_simulated,
+        want.allow_stranding,
+    )
+    assert parse_max_plan_age(str(shown["max_plan_age"])) == want.max_plan_age_s

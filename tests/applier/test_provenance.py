@@ -258,24 +258,15 @@ def test_the_age_is_measured_with_the_appliers_clock() -> None:
 
 def test_run_apply_refuses_an_in_process_plan_too() -> None:
     """`analyze --apply` hands its plan to run_apply directly: the same rules apply there."""
+    from migscope.applier.settings import ApplySettings
     from migscope.cli.apply_cmd import run_apply
     from migscope.cli.errors import InvalidInput
 
     report = _report(_raw(kind="simulation", created_unix=time.time()))
     args: dict[str, Any] = {
-        "apply": True,
-        "drain": False,
-        "max_nodes": 1,
-        "node_timeout_s": 60.0,
-        "drain_timeout_s": 60.0,
-        "max_changes_per_day": 10,
-        "max_changes_per_node_per_day": 1,
-        "windows": (),
-        "namespace": "gpu-operator",
-        "configmap": None,
+        "settings": ApplySettings(apply=True),  # the defaults analyze --apply uses
         "kubeconfig": "/nonexistent/kubeconfig",  # never read: refused before
         "context": None,
-        "lease_wait_s": 0.0,
         "output": "text",
     }
     with pytest.raises(InvalidInput, match="refusing to apply the analysis: it comes from simu"):

@@ -334,27 +334,17 @@ def write_outputs(
 
 
 def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:
-    """Hand the plan to the applier with its default safety settings."""
+    """Hand the plan to the applier with its default safety settings.
+
+    They are :class:`ApplySettings`' own: one node, daily limits, no drain unless asked, no
+    plan from simulated data nor older than a day.
+    """
     from migscope.applier.plan import plan_from_report
+    from migscope.applier.settings import ApplySettings
     from migscope.cli.apply_cmd import run_apply
 
     plan = plan_from_report(result.to_json(), "the analysis")
-    code = run_apply(
-        plan,
-        apply=True,
-        drain=drain,
-        max_nodes=1,
-        node_timeout_s=20 * 60.0,
-        drain_timeout_s=10 * 60.0,
-        max_changes_per_day=10,
-        max_changes_per_node_per_day=1,
-        windows=(),
-        namespace="gpu-operator",
-        configmap=None,
-        kubeconfig=kubeconfig,
-        context=None,
-        lease_wait_s=0.0,
-        output="text",
-    )
+    settings = ApplySettings(apply=True, drain=drain)
+    code = run_apply(plan, settings, kubeconfig=kubeconfig, context=None, output="text")
     if code:
         sys.exit(code)

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from migscope.applier.settings import DEFAULT_MAX_PLAN_AGE_S, ApplySettings
 from migscope.cli.errors import InvalidInput
-from migscope.cli.params import Duration, chosen_format, deprecated_alias, format_option
+from migscope.cli.params import Duration, chosen_format, deprecated_alias, format_option, seconds
 
 if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
     from migscope.applier.plan import ApplyPlan
@@ -34,8 +35,9 @@ if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a comm
 __all__ = ["apply_command", "parse_max_plan_age", "run_apply"]
 
 FAILED_EXIT = 3
-DEFAULT_MAX_PLAN_AGE = "24h"
-"""``--max-plan-age`` (the same as :data:`migscope.applier.plan.DEFAULT_MAX_PLAN_AGE_S`)."""
+DEFAULTS = ApplySettings()
+"""The applier's defaults, which the options show: :class:`ApplySettings` is their only home
+(its module is light, so ``--help`` reads it without loading the applier)."""
 
 
 def parse_max_plan_age(text: str) -> float | None:
@@ -61,63 +63,34 @@ def parse_max_plan_age(text: str) -> float | None:
 
 def run_apply(
     plan: ApplyPlan,
+    settings: ApplySettings,
     *,
-    apply: bool,
-    drain: bool,
-    max_nodes: int,
-    node_timeout_s: float,
-    drain_timeout_s: float,
-    max_changes_per_day: int,
-    max_changes_per_node_per_day: int,
-    windows: tuple[str, ...],
-    namespace: str,
-    configmap: str | None,
     kubeconfig: str | None,
     context: str | None,
-    lease_wait_s: float,
     output: str,
-    allow_simulated: bool = False,
-    max_plan_age_s: float | None = 24 * 3600.0,  # DEFAULT_MAX_PLAN_AGE_S, kept lazy
-    allow_stranding: bool = False,
 ) -> int:
     """Apply an :class:`~migscope.applier.plan.ApplyPlan`; print the outcome; the exit status.
 
-    ``allow_simulated`` and ``max_plan_age_s`` (None: no limit) are the provenance rules;
-    their defaults are the safe ones, so a caller that does not know them gets those.
+    ``settings`` carries the provenance rules too (``allow_simulated``, ``max_plan_age_s``):
+    a caller that leaves them at :class:`ApplySettings`' defaults gets the safe ones
+    (``migscope analyze --apply`` does).
 
     Raises:
-        InvalidInput: a bad window, a plan ``--apply`` refuses (before the cluster is
-            contacted), the API unreachable, another applier active.
+        InvalidInput: a plan ``--apply`` refuses (before the cluster is contacted), the API
+            unreachable, another applier active.
     """
     from migscope.applier.applier import Applier, ClusterRefused, LeaseLost
     from migscope.applier.lease import LeaseHeld
     from migscope.applier.plan import PlanRefused
-    from migscope.applier.settings import ApplySettings, parse_window_spec
     from migscope.kube import ApiError, Kube, KubeError, api_client
 
-    try:
-        parsed = tuple(parse_window_spec(w) for w in windows)
-    except ValueError as exc:
-        raise InvalidInput(str(exc)) from exc
-    why = plan.refusal(now=time.time(), allow_simulated=allow_simulated, max_age_s=max_plan_age_s)
-    if apply and why:  # before the kubeconfig is even read: nothing to do with the cluster
-        raise InvalidInput(str(PlanRefused(plan.source, why)))
-    settings = ApplySettings(
-        apply=apply,
-        drain=drain,
-        max_nodes=max_nodes,
-        node_timeout_s=node_timeout_s,
-        drain_timeout_s=drain_timeout_s,
-        max_changes_per_day=max_changes_per_day,
-        max_changes_per_node_per_day=max_changes_per_node_per_day,
-        windows=parsed,
-        namespace=namespace,
-        configmap=configmap,
-        lease_wait_s=lease_wait_s,
-        allow_simulated=allow_simulated,
-        max_plan_age_s=max_plan_age_s,
-        allow_stranding=allow_stranding,
+    why = plan.refusal(
+        now=time.time(),
+        allow_simulated=settings.allow_simulated,
+        max_age_s=settings.max_plan_age_s,
     )
+    if settings.apply and why:  # before the kubeconfig is even read: nothing to do with it
+        raise InvalidInput(str(PlanRefused(plan.source, why)))
     try:
         api = api_client(kubeconfig, context=context)
     except KubeError as exc:
@@ -132,7 +105,7 @@ def run_apply(
     if output == "json":
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
-        mode = "apply" if apply else "dry run (nothing changed; add --apply)"
+        mode = "apply" if settings.apply else "dry run (nothing changed; add --apply)"
         click.echo(f"{mode}: {len(report.outcomes)} node(s) in the plan")
         for note in report.notes:
             click.echo(f"note: {note}")
@@ -154,7 +127,7 @@ def run_apply(
 @click.option(
     "--max-nodes",
     type=click.IntRange(min=1),
-    default=1,
+    default=DEFAULTS.max_nodes,
     show_default=True,
     help="Nodes changed per run.",
 )
@@ -162,7 +135,7 @@ def run_apply(
     "--node-timeout",
     "node_timeout",
     type=Duration(),
-    default="20m",
+    default=seconds(DEFAULTS.node_timeout_s),
     show_default=True,
     help="Per node: relabel to success/failed.",
 )
@@ -170,13 +143,21 @@ def run_apply(
 @click.option(
     "--drain-timeout",
     type=Duration(),
-    default="10m",
+    default=seconds(DEFAULTS.drain_timeout_s),
     show_default=True,
     help="Per node: evictions (PDBs) and pods going.",
 )
-@click.option("--max-changes-per-day", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option(
-    "--max-changes-per-node-per-day", type=click.IntRange(min=0), default=1, show_default=True
+    "--max-changes-per-day",
+    type=click.IntRange(min=0),
+    default=DEFAULTS.max_changes_per_day,
+    show_default=True,
+)
+@click.option(
+    "--max-changes-per-node-per-day",
+    type=click.IntRange(min=0),
+    default=DEFAULTS.max_changes_per_node_per_day,
+    show_default=True,
 )
 @deprecated_alias("--window", "--maintenance-window", "old_windows", multiple=True)
 @click.option(
@@ -190,7 +171,7 @@ def run_apply(
     ),
 )
 @click.option(
-    "--namespace", default="gpu-operator", show_default=True, help="GPU Operator namespace."
+    "--namespace", default=DEFAULTS.namespace, show_default=True, help="GPU Operator namespace."
 )
 @click.option(
     "--configmap", metavar="NAME", help="mig-parted ConfigMap (default: the ClusterPolicy's)."
@@ -202,7 +183,7 @@ def run_apply(
 @click.option(
     "--lease-wait",
     type=Duration(positive=False),
-    default="0s",
+    default=seconds(DEFAULTS.lease_wait_s),
     show_default=True,
     help="Wait this long for another applier.",
 )
@@ -219,7 +200,7 @@ def run_apply(
 )
 @click.option(
     "--max-plan-age",
-    default=DEFAULT_MAX_PLAN_AGE,
+    default=seconds(DEFAULT_MAX_PLAN_AGE_S),
     show_default=True,
     metavar="DURATION",
     help="Refuse plans made longer ago (90m, 24h, 7d; 0: no limit).",
@@ -250,11 +231,15 @@ def apply_command(
 ) -> None:
     """Apply a plan's MIG layouts through the MIG Manager label workflow (dry run by default)."""
     from migscope.applier.plan import load_plan
+    from migscope.applier.settings import parse_window_spec
 
     max_age_s = parse_max_plan_age(max_plan_age)
+    try:
+        parsed = tuple(parse_window_spec(w) for w in (*old_windows, *windows))
+    except ValueError as exc:
+        raise InvalidInput(str(exc)) from exc
     plan = load_plan(plan_path)
-    code = run_apply(
-        plan,
+    settings = ApplySettings(
         apply=apply,
         drain=drain,
         max_nodes=max_nodes,
@@ -262,15 +247,14 @@ def apply_command(
         drain_timeout_s=drain_timeout,
         max_changes_per_day=max_changes_per_day,
         max_changes_per_node_per_day=max_changes_per_node_per_day,
-        windows=(*old_windows, *windows),
+        windows=parsed,
         namespace=namespace,
         configmap=configmap,
-        kubeconfig=kubeconfig,
-        context=context,
         lease_wait_s=lease_wait,
-        output=chosen_format(format_, output, "text") or "text",
         allow_simulated=allow_simulated,
         max_plan_age_s=max_age_s,
         allow_stranding=allow_stranding,
     )
+    output_format = chosen_format(format_, output, "text") or "text"
+    code = run_apply(plan, settings, kubeconfig=kubeconfig, context=context, output=output_format)
     sys.exit(code)

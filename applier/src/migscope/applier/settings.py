@@ -3,6 +3,10 @@
 Defaults are the cautious ones: one node at a time, one change per node per day, ten per
 cluster per day, no drain, any time of day unless windows are given, no plan from simulated
 data nor older than a day. A platform team loosens them knowingly.
+
+:class:`ApplySettings` is the only place they are written: ``migscope apply``'s options
+show them (this module imports nothing heavy, so ``--help`` can read it) and
+``migscope analyze --apply`` takes them as they are.
 """
 
 from __future__ import annotations
@@ -12,10 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from migscope.applier.plan import DEFAULT_MAX_PLAN_AGE_S
-
 __all__ = [
     "DEFAULT_CONFIGMAP",
+    "DEFAULT_MAX_PLAN_AGE_S",
     "DEFAULT_NAMESPACE",
     "ApplySettings",
     "MaintenanceWindow",
@@ -27,6 +30,9 @@ DEFAULT_NAMESPACE = "gpu-operator"
 
 DEFAULT_CONFIGMAP = "migscope-mig-parted-config"
 """The custom mig-parted ConfigMap migscope creates when the ClusterPolicy names none."""
+
+DEFAULT_MAX_PLAN_AGE_S = 24 * 3600.0
+"""``--max-plan-age``: a day-old plan still describes the cluster; an older one may not."""
 
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # Case-insensitive for the day names; the time zone is kept as written (see parse_window_spec).

@@ -11,7 +11,6 @@ refuses a plan whose configs or layouts the MIG catalogue says cannot be built.
 from __future__ import annotations
 
 from migscope.applier.plan.model import (
-    DEFAULT_MAX_PLAN_AGE_S,
     FUTURE_SLACK_S,
     ApplyPlan,
     GpuChange,
@@ -25,7 +24,6 @@ from migscope.applier.plan.read import MIG_PARTED_FILE, NO_EVIDENCE, load_plan, 
 from migscope.applier.plan.validate import MAX_GPUS_PER_NODE
 
 __all__ = [
-    "DEFAULT_MAX_PLAN_AGE_S",
     "FUTURE_SLACK_S",
     "MAX_GPUS_PER_NODE",
     "MIG_PARTED_FILE",

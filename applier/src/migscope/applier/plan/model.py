@@ -26,7 +26,6 @@ from migscope.core.errors import UserError
 from migscope.core.migparted import MigPartedConfig
 
 __all__ = [
-    "DEFAULT_MAX_PLAN_AGE_S",
     "FUTURE_SLACK_S",
     "ApplyPlan",
     "GpuChange",
@@ -36,9 +35,6 @@ __all__ = [
     "Provenance",
     "format_age",
 ]
-
-DEFAULT_MAX_PLAN_AGE_S = 24 * 3600.0
-"""``--max-plan-age``: a day-old plan still describes the cluster; an older one may not."""
 
 FUTURE_SLACK_S = 300.0
 """How far in the future a plan's creation time may be (clock skew) before it is suspect."""
