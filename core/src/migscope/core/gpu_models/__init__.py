@@ -7,13 +7,13 @@ models follow NVIDIA's MIG user guide and mig-parted's configs; ``INFERRED`` num
 SM counts and exact MiB on Blackwell parts) fill gaps by analogy and are said to be so.
 
 One module per architecture (:mod:`.ampere`, :mod:`.hopper`, :mod:`.blackwell`), built from
-the shared geometry, NVML indices and engine sets of :mod:`.shapes`. To add a model, add it
-to its architecture's module and to :data:`MODELS`.
+the shared geometry, NVML indices and engine sets of :mod:`.shapes` and the types of
+:mod:`.gpu_model`. To add a model, add it to its architecture's module and to :data:`MODELS`;
+:mod:`migscope.core.catalogue` finds models among these.
 """
 
 from __future__ import annotations
 
-from migscope.core.catalogue import GpuModel
 from migscope.core.gpu_models.ampere import A30, A100_40GB, A100_80GB, PG506_96GB
 from migscope.core.gpu_models.blackwell import (
     B200,
@@ -22,6 +22,7 @@ from migscope.core.gpu_models.blackwell import (
     GB300,
     RTX_PRO_6000,
 )
+from migscope.core.gpu_models.gpu_model import GpuModel
 from migscope.core.gpu_models.hopper import (
     GH200_144GB,
     H20,

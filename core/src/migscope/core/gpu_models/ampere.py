@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GiProfile, GpuModel, MemoryFact, ProfileName
 from migscope.core.drivers import DriverRange
+from migscope.core.gpu_models.gpu_model import (
+    Evidence,
+    GiProfile,
+    GpuModel,
+    MemoryFact,
+    ProfileName,
+)
 from migscope.core.gpu_models.shapes import (
     AMPERE_ENGINES,
     IDX_1,

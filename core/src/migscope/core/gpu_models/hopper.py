@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.core.catalogue import Evidence, GpuModel, MemoryFact
 from migscope.core.drivers import DriverRange
+from migscope.core.gpu_models.gpu_model import Evidence, GpuModel, MemoryFact
 from migscope.core.gpu_models.shapes import (
     HOPPER_ENGINES,
     MIB,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from migscope.core.catalogue import GiProfile, MemoryFact, ProfileName
+from migscope.core.gpu_models.gpu_model import GiProfile, MemoryFact, ProfileName
 
 __all__ = [
     "AMPERE_ENGINES",
