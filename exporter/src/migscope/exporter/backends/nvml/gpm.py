@@ -33,7 +33,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from migscope.exporter.backends.nvml.codes import (
     ABSENT,
@@ -46,10 +46,16 @@ from migscope.exporter.backends.nvml.codes import (
 from migscope.exporter.backends.status import CycleErrors
 from migscope.exporter.model import Activity
 
-if TYPE_CHECKING:
-    from migscope.exporter.backends.nvml.inventory import NvmlGpu, NvmlSlice
-
-__all__ = ["GPM_METRICS", "MAX_KEPT", "MIN_SPAN", "SLACK", "GpmReader", "GpmRing"]
+__all__ = [
+    "GPM_METRICS",
+    "MAX_KEPT",
+    "MIN_SPAN",
+    "SLACK",
+    "GpmGpu",
+    "GpmReader",
+    "GpmRing",
+    "GpmSlice",
+]
 
 GPM_METRICS = (
     ("graphics", "NVML_GPM_METRIC_GRAPHICS_UTIL"),
@@ -151,6 +157,33 @@ class GpmRing:
                 self._call(self._nvml.nvmlGpmSampleFree, sample)
 
 
+class GpmGpu(Protocol):
+    """What the reader needs of a GPU: its handle and index, and a place for its ring.
+
+    The inventory's ``NvmlGpu`` is one; the reader only keeps its samples there.
+    """
+
+    gpm: GpmRing | None
+
+    @property
+    def handle(self) -> Any:
+        """The NVML device handle."""
+
+    @property
+    def index(self) -> int:
+        """The GPU's NVML index, as error notes name it."""
+
+
+class GpmSlice(Protocol):
+    """What the reader needs of a MIG slice: its GPU instance id and a place for its ring."""
+
+    gpm: GpmRing | None
+
+    @property
+    def gi_id(self) -> int:
+        """The GPU instance id ``nvmlGpmMigSampleGet`` takes."""
+
+
 class GpmReader:
     """Activity over sliding GPM windows, for every GPU and slice of one backend.
 
@@ -175,7 +208,7 @@ class GpmReader:
         self._request: tuple[Any, list[Any]] | None = None
 
     def activity(
-        self, gpu: NvmlGpu, errors: CycleErrors, s: NvmlSlice | None, now: float
+        self, gpu: GpmGpu, errors: CycleErrors, s: GpmSlice | None, now: float
     ) -> Activity | None:
         """Activity over the window that ends now (None until an owner has two samples).
 
@@ -189,7 +222,7 @@ class GpmReader:
             GpuLost: NVML says the GPU is lost.
             StaleLayout: the slice's GPU instance is gone (re-partitioned).
         """
-        owner: NvmlGpu | NvmlSlice = gpu if s is None else s
+        owner: GpmGpu | GpmSlice = gpu if s is None else s
         ring = owner.gpm
         if (
             ring is not None
@@ -246,7 +279,7 @@ class GpmReader:
         return self._request
 
     def _metrics(
-        self, first: Any, second: Any, span: float, gpu: NvmlGpu, errors: CycleErrors
+        self, first: Any, second: Any, span: float, gpu: GpmGpu, errors: CycleErrors
     ) -> Activity | None:
         nvml = self._nvml
         request, entries = self._request_struct()
