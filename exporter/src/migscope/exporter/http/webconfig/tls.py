@@ -17,15 +17,18 @@ import ssl
 import time
 import warnings
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from migscope.core.errors import MigscopeError
 from migscope.exporter.http.webconfig.errors import WebConfigError
 
-if TYPE_CHECKING:
-    from migscope.exporter.http.webconfig.schema import TLSServerConfig
-
-__all__ = ["EXPIRY_WARNING_DAYS", "TLS_VERSIONS", "build_ssl_context", "warn_if_expiring"]
+__all__ = [
+    "EXPIRY_WARNING_DAYS",
+    "TLS_VERSIONS",
+    "TLSSection",
+    "build_ssl_context",
+    "warn_if_expiring",
+]
 
 # The package's name, as before it was split: log configuration refers to it.
 _log = logging.getLogger("migscope.exporter.http.webconfig")
@@ -48,11 +51,44 @@ _VERIFY_MODES: dict[str, ssl.VerifyMode] = {
 }
 
 
-def build_ssl_context(tls: TLSServerConfig, *, source: str) -> ssl.SSLContext:
+class TLSSection(Protocol):
+    """What :func:`build_ssl_context` reads of ``tls_server_config``.
+
+    The schema's ``TLSServerConfig`` is one, checked there: the names are the toolkit's, the
+    version names keys of :data:`TLS_VERSIONS`, the client-auth type one of the verifying
+    modes or ``NoClientCert``.
+    """
+
+    @property
+    def cert_file(self) -> os.PathLike[str]:
+        """The server's certificate (chain), PEM."""
+
+    @property
+    def key_file(self) -> os.PathLike[str]:
+        """Its unencrypted private key, PEM."""
+
+    @property
+    def client_auth_type(self) -> str:
+        """The toolkit's client-certificate mode."""
+
+    @property
+    def client_ca_file(self) -> os.PathLike[str] | None:
+        """The CA that signs client certificates, where they are verified."""
+
+    @property
+    def min_version(self) -> str:
+        """The oldest TLS version served (``TLS12``)."""
+
+    @property
+    def max_version(self) -> str:
+        """The newest TLS version served (``TLS13``)."""
+
+
+def build_ssl_context(tls: TLSSection, *, source: str) -> ssl.SSLContext:
     """Translate ``tls_server_config`` into an OpenSSL server context, loading every file.
 
     Args:
-        tls: The validated section.
+        tls: The validated section (a :class:`~.schema.TLSServerConfig`).
         source: The file, as the user named it (quoted in errors and the log).
 
     Raises:
