@@ -104,20 +104,3 @@ def test_help_and_version_load_no_heavy_library(args: list[str]) -> None:
     loaded = json.loads(result.stdout.splitlines()[-1])
     heavy = [m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in HEAVY_MODULES)]
     assert heavy == [], f"migscope {' '.join(args)} loaded {heavy}"
-
-
-def test_the_defaults_help_shows_are_the_engines_own() -> None:
-    """Where ``--help`` shows a default from a light copy, the copy equals the engine's.
-
-    The engines' modules are heavy to import, so ``analyzer.options``
-    hold the numbers ``--help`` shows; this keeps them one truth until the engines import
-    them from there.
-    """
-    from migscope.analyzer import demand, options, stats
-    from migscope.analyzer.sources import prometheus
-    from migscope.analyzer.sources.remote_stats import modes
-
-    assert options.DEFAULT_STEP_SECONDS == stats.DEFAULT_STEP_SECONDS
-    assert options.DEFAULT_HEADROOM == demand.DEFAULT_HEADROOM
-    assert options.DEFAULT_TIMEOUT_SECONDS == prometheus.DEFAULT_TIMEOUT_SECONDS
-    assert options.STATS_MODES == modes.STATS_MODES

@@ -32,34 +32,28 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from migscope.analyzer.classify import Classification, Status, right_size
 from migscope.analyzer.model import JsonValue, SliceInfo, SliceStats
+from migscope.analyzer.options import DEFAULT_HEADROOM, PoolSelector
 from migscope.analyzer.policy import Policy, default_policy
 from migscope.core.catalogue import GpuModel, UnknownProfileError
 
 __all__ = [
     "BUSY_STATUSES",
-    "DEFAULT_HEADROOM",
     "Contribution",
     "PoolDemand",
-    "PoolSelector",
     "is_held",
     "pool_demand",
     "pool_key",
     "slice_contribution",
 ]
 
-DEFAULT_HEADROOM = 0.10
-"""Share of each demanded profile added on top, rounded to the nearest instance."""
 
 BUSY_STATUSES = frozenset({Status.HEALTHY, Status.SATURATED, Status.OVERSIZED})
 """Verdicts whose slices are doing work and therefore need an instance after the plan."""
-
-PoolSelector = Callable[[SliceInfo], "str | None"]
-"""Hook that refines a slice's pool (e.g. by a node label); None keeps the model's pool."""
 
 
 def is_held(stats: SliceStats, *, policy: Policy) -> bool:

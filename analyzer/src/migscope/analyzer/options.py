@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 from migscope.core.errors import UserError
 
 if TYPE_CHECKING:
-    from migscope.analyzer.demand import PoolSelector
+    from migscope.analyzer.model import SliceInfo
     from migscope.analyzer.policy import Policy
     from migscope.analyzer.workloads import OwnerLookup
     from migscope.core.migparted import MigPartedConfig
@@ -37,6 +37,7 @@ __all__ = [
     "AnalyzeOptions",
     "BadOptionError",
     "Objective",
+    "PoolSelector",
     "Progress",
 ]
 
@@ -44,31 +45,22 @@ DEFAULT_WINDOW_SECONDS = 7 * 86400.0
 """A week: long enough to see weekly cycles, what the report is meant to summarise."""
 
 DEFAULT_STEP_SECONDS = 60.0
-"""Resolution the analyzer expects its data at: one sample per slice per minute.
-
-``analyzer.stats`` still writes its own; ``tests/cli/test_lazy_commands.py`` holds the two
-equal until it imports this one."""
+"""Resolution the analyzer expects its data at: one sample per slice per minute."""
 
 DEFAULT_HEADROOM = 0.10
-"""Share of each demanded profile added on top, rounded to the nearest instance.
-
-``analyzer.demand`` still writes its own; ``tests/cli/test_lazy_commands.py`` holds the two
-equal until it imports this one."""
+"""Share of each demanded profile added on top, rounded to the nearest instance."""
 
 DEFAULT_TIME_LIMIT_SECONDS = 5.0
 """Solver seconds per pool: exact for fleets of hundreds of GPUs, bounded for larger ones."""
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
-"""How long one request to a server may take (``--timeout``): a week of statistics is slow.
-
-``analyzer.sources.prometheus`` still writes its own; ``tests/cli/test_lazy_commands.py``
-holds the two equal until it imports this one."""
+"""How long one request to a server may take (``--timeout``): a week of statistics is slow."""
 
 STATS_MODES: tuple[str, ...] = ("exact", "fast", "auto")
-"""How a server computes the statistics (``--stats``; ``remote_stats.modes`` says each).
+"""How a server computes the statistics (``--stats``; ``remote_stats.modes`` says each)."""
 
-``analyzer.sources.remote_stats.modes`` still writes its own; ``tests/cli/test_lazy_commands.py``
-holds the two equal until it imports this one."""
+PoolSelector = Callable[["SliceInfo"], "str | None"]
+"""Names a slice's node pool (None: ungrouped); the demand is met pool by pool."""
 
 Objective = Literal["consolidate", "minimal-change"]
 """What the plan optimises after covering demand (docs/planner.md, Weights)."""

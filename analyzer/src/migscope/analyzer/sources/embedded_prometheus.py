@@ -14,10 +14,10 @@ import contextlib
 from collections.abc import Sequence
 
 from migscope.analyzer.gpu_facts import GpuFacts
-from migscope.analyzer.options import Progress
+from migscope.analyzer.options import DEFAULT_TIMEOUT_SECONDS, Progress
 from migscope.analyzer.sources.base import Origin, Slices, Source, Window
 from migscope.analyzer.sources.local_prometheus import LocalPrometheus, ServerStartError
-from migscope.analyzer.sources.prometheus import DEFAULT_TIMEOUT_SECONDS, PrometheusClient
+from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.prometheus_source import PrometheusSource
 from migscope.analyzer.sources.remote_stats import snap_window
 from migscope.analyzer.stats import SliceSeries

@@ -24,10 +24,10 @@ import numpy as np
 
 from migscope.analyzer.gpu_facts import GpuFacts, parse_driver
 from migscope.analyzer.model import Holder, SliceInfo, SliceKey
-from migscope.analyzer.options import DEFAULT_WINDOW_SECONDS, Progress
+from migscope.analyzer.options import DEFAULT_STEP_SECONDS, DEFAULT_WINDOW_SECONDS, Progress
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, SourceError, Window
 from migscope.analyzer.sources.sim_truth import instance_truth
-from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, SliceSeries, TimeSeries
+from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.sim import Simulation, resolve_scenario
 from migscope.sim.gpu import SimInstance
 from migscope.sim.scenario import read_scenario_yaml

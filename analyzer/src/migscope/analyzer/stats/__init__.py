@@ -74,11 +74,10 @@ from migscope.analyzer.stats.counters import (
 from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets
 from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
 from migscope.analyzer.stats.series import RangeSemantics, SliceSeries, TimeSeries
-from migscope.analyzer.stats.window import DEFAULT_STEP_SECONDS, iter_slice_stats, slice_stats
+from migscope.analyzer.stats.window import iter_slice_stats, slice_stats
 
 __all__ = [
     "COUNTER_LOOKBACK_SECONDS",
-    "DEFAULT_STEP_SECONDS",
     "HOURLY_PERIOD_SECONDS",
     "RangeSemantics",
     "SliceSeries",

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from migscope.analyzer.model import Holder, Owner, SliceStats
+from migscope.analyzer.options import DEFAULT_STEP_SECONDS
 from migscope.analyzer.stats.hourly import HOURLY_PERIOD_SECONDS, hourly_buckets, hourly_use
 from migscope.analyzer.stats.promql import prometheus_increase, prometheus_quantile
 from migscope.analyzer.stats.quality import (
@@ -32,10 +33,7 @@ from migscope.analyzer.stats.series import (
     to_ms,
 )
 
-__all__ = ["DEFAULT_STEP_SECONDS", "iter_slice_stats", "slice_stats"]
-
-DEFAULT_STEP_SECONDS = 60.0
-"""Resolution the analyzer expects its data at: one sample per slice per minute."""
+__all__ = ["iter_slice_stats", "slice_stats"]
 
 
 def _unique(*parts: Int64Array) -> Int64Array:

@@ -45,9 +45,6 @@ from migscope.analyzer.sources.prometheus.connection import (
     CONNECT_TIMEOUT_SECONDS as CONNECT_TIMEOUT_SECONDS,
 )
 from migscope.analyzer.sources.prometheus.connection import DEFAULT_TIMEOUT
-from migscope.analyzer.sources.prometheus.connection import (
-    DEFAULT_TIMEOUT_SECONDS as DEFAULT_TIMEOUT_SECONDS,
-)
 from migscope.analyzer.sources.prometheus.errors import (
     PrometheusError,
     PrometheusQueryError,

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from migscope.analyzer.options import DEFAULT_TIMEOUT_SECONDS
 from migscope.analyzer.sources.prometheus.auth import check_headers
 from migscope.analyzer.sources.prometheus.body import ACCEPT_ENCODING
 from migscope.analyzer.sources.prometheus.deadline import install
@@ -20,7 +21,6 @@ from migscope.analyzer.sources.prometheus.deadline import install
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
     "DEFAULT_TIMEOUT",
-    "DEFAULT_TIMEOUT_SECONDS",
     "api_base",
     "checked_options",
     "make_http_client",
@@ -30,8 +30,6 @@ __all__ = [
 
 #: Connect quickly or fail (an unreachable host should say so in seconds); give a window query
 #: a minute to evaluate, which is the order of Prometheus's own default ``-query.timeout`` (2m).
-DEFAULT_TIMEOUT_SECONDS = 60.0
-"""How long one request may take: a week of statistics for a big chunk of nodes is slow."""
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 """Connecting takes milliseconds when the server is there; waiting longer only hides it."""

@@ -31,7 +31,6 @@ from migscope.analyzer.sources.prometheus.body import read_body
 from migscope.analyzer.sources.prometheus.connection import (
     CONNECT_TIMEOUT_SECONDS,
     DEFAULT_TIMEOUT,
-    DEFAULT_TIMEOUT_SECONDS,
     api_base,
     make_http_client,
     redact,
@@ -58,7 +57,6 @@ from migscope.analyzer.sources.prometheus.usage import UsageTally
 __all__ = [
     "CONNECT_TIMEOUT_SECONDS",
     "DEFAULT_TIMEOUT",
-    "DEFAULT_TIMEOUT_SECONDS",
     "ApiTransport",
     "api_base",
     "make_http_client",

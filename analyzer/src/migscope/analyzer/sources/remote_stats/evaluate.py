@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from migscope.analyzer.dialect import DEFAULT_NODE, Dialect
 from migscope.analyzer.dialect.grouping import NodeMoves
 from migscope.analyzer.model import SliceStats
+from migscope.analyzer.options import DEFAULT_STEP_SECONDS
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats.cells import Grid
 from migscope.analyzer.sources.remote_stats.concurrency import DEFAULT_WORKERS, ordered_map
@@ -29,7 +30,7 @@ from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.sources.remote_stats.result import Ledger, RemoteSliceStats, StatsMode
 from migscope.analyzer.sources.remote_stats.statistics import chunk_stats
 from migscope.analyzer.sources.remote_stats.window import snap_window
-from migscope.analyzer.stats import DEFAULT_STEP_SECONDS, HOURLY_PERIOD_SECONDS, RangeSemantics
+from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, RangeSemantics
 
 __all__ = ["MAX_CHUNK_NODES", "remote_slice_stats"]
 

@@ -20,14 +20,13 @@ is documented in one place (``docs/analyzer-sources.md``).
 from __future__ import annotations
 
 from migscope.analyzer.dialect import MIG_INFO
+from migscope.analyzer.options import STATS_MODES
 from migscope.analyzer.sources.remote_stats.cells import Grid
 from migscope.analyzer.sources.remote_stats.queries import Queries
 from migscope.analyzer.sources.remote_stats.result import StatsMode
 
-__all__ = ["AUTO_EXACT_MAX_SLICES", "STATS_MODES", "choose_mode", "count_slices"]
+__all__ = ["AUTO_EXACT_MAX_SLICES", "choose_mode", "count_slices"]
 
-STATS_MODES: tuple[StatsMode, ...] = ("exact", "fast", "auto")
-"""The values ``--stats`` takes."""
 
 AUTO_EXACT_MAX_SLICES = 64
 """Up to this many slices ``auto`` takes the exact path: about 15 s of Prometheus time for a
