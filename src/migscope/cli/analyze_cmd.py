@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from migscope.analyzer.report import Format, ReportExtras
     from migscope.analyzer.result import AnalysisResult
     from migscope.analyzer.sources.remote_stats.result import StatsMode
+    from migscope.core.spec.v1 import ReportV1
 
 __all__ = ["analyze_command", "parse_window", "write_outputs"]
 
@@ -273,9 +274,11 @@ def analyze_command(
         if say is not None and out_dir is not None:
             say(f"writing the reports to {out_dir}")
         fmt = chosen_format(format_, output, None if out_dir is not None else "md")
-        write_outputs(result, out_dir=out_dir, fmt=cast("Format | None", fmt), extras=extras)
+        report = write_outputs(
+            result, out_dir=out_dir, fmt=cast("Format | None", fmt), extras=extras
+        )
     if apply:
-        _apply(result, kubeconfig=kubeconfig, drain=drain)
+        _apply(report, kubeconfig=kubeconfig, drain=drain)
 
 
 def _progress_log(*, quiet: bool, interval_s: float) -> ProgressLog | None:
@@ -313,15 +316,18 @@ def write_outputs(
     out_dir: str | None,
     fmt: Format | None,
     extras: ReportExtras | None = None,
-) -> None:
-    """Write the reports into ``out_dir`` (with a summary) and print ``fmt`` on stdout."""
-    from migscope.analyzer.report import report_data, validate_report, write_report, write_reports
+) -> ReportV1:
+    """Write the reports into ``out_dir`` (with a summary) and print ``fmt`` on stdout.
 
-    data = report_data(result, extras)  # once for both: at fleet scale it is not cheap
-    report = validate_report(data)
+    Returns:
+        The report every file was written from (built once: at fleet scale it is not cheap).
+    """
+    from migscope.analyzer.report import build_report, write_report, write_reports
+
+    report = build_report(result, extras)
     if out_dir is not None:
         try:
-            written = write_reports(result, out_dir, data=data, report=report)
+            written = write_reports(result, out_dir, report=report)
         except OSError as exc:
             raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
         if fmt is None:
@@ -330,20 +336,23 @@ def write_outputs(
             for path in written.values():
                 click.echo(f"  {path}")
     if fmt is not None:
-        write_report(result, fmt, sys.stdout, data=data, report=report)
+        write_report(result, fmt, sys.stdout, report=report)
+    return report
 
 
-def _apply(result: AnalysisResult, *, kubeconfig: str | None, drain: bool) -> None:
-    """Hand the plan to the applier with its default safety settings.
+def _apply(report: ReportV1, *, kubeconfig: str | None, drain: bool) -> None:
+    """Hand the report's plan to the applier with its default safety settings.
 
     They are :class:`ApplySettings`' own: one node, daily limits, no drain unless asked, no
-    plan from simulated data nor older than a day.
+    plan from simulated data nor older than a day. The applier reads the report as
+    ``report.json`` has it (:func:`~migscope.core.spec.v1.report_json`).
     """
     from migscope.applier.plan import plan_from_report
     from migscope.applier.settings import ApplySettings
     from migscope.cli.apply_cmd import run_apply
+    from migscope.core.spec.v1 import report_json
 
-    plan = plan_from_report(result.to_json(), "the analysis")
+    plan = plan_from_report(report_json(report), "the analysis")
     settings = ApplySettings(apply=True, drain=drain)
     code = run_apply(plan, settings, kubeconfig=kubeconfig, context=None, output="text")
     if code:

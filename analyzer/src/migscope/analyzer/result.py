@@ -1,9 +1,10 @@
 """What one analysis found, and its report as the contract says it (:mod:`migscope.core.spec.v1`).
 
 :class:`AnalysisResult` holds every slice with its verdict, every pool's demand and plan,
-the savings, the notes and the provenance; :meth:`AnalysisResult.to_json` is ``report.json``
-and :meth:`AnalysisResult.node_plan` is ``node-plan.json``. Every recommendation is checked
-against the safety contract (:mod:`migscope.core.disruption`) as it is built.
+the savings, the notes and the provenance; :meth:`AnalysisResult.to_json` is its data for
+``report.json``, which :func:`migscope.analyzer.report.build_report` completes and types.
+Every recommendation is checked against the safety contract (:mod:`migscope.core.disruption`)
+as it is built.
 """
 
 from __future__ import annotations
@@ -237,29 +238,16 @@ class AnalysisResult:
                 out.append(rec)
         return out
 
-    def node_plan(self) -> dict[str, Any]:
-        """The node → config plan: every planned node, its config, and whether it changes.
+    def to_json(self, recommendations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The analysis as report data, ``schema_version`` 1 (docs/report-schema.md).
 
-        ``disruptive`` is the recommendation's (every pod on a re-created GPU counts), and
-        the provenance travels with it so that the applier can refuse simulated data.
+        Args:
+            recommendations: :meth:`recommendations`, when the caller has computed them
+                (:func:`migscope.analyzer.report.build_report` does, once per run); else
+                computed here.
         """
-        recs = {r["node"]: r for r in self.recommendations()}
-        nodes = []
-        for n in (n for p in self.pools for n in p.plan.nodes):
-            entry = n.as_dict()
-            if n.node in recs:
-                entry["disruptive"] = recs[n.node]["disruptive"]
-                entry["pods_to_move"] = recs[n.node]["pods_to_move"]
-            nodes.append(entry)
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "nodes": sorted(nodes, key=lambda n: n["node"]),
-            "provenance": dict(self.provenance) if self.provenance is not None else None,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as JSON-ready data, ``schema_version`` 1 (docs/report-schema.md)."""
-        recommendations = self.recommendations()
+        if recommendations is None:
+            recommendations = self.recommendations()
         moving = [p for r in recommendations for p in r["pods_to_move"]]
         return {
             "schema_version": SCHEMA_VERSION,

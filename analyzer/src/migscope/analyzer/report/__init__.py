@@ -5,35 +5,36 @@ each format, the mig-parted config (``mig-parted-config.yaml``, what MIG Manager
 the node → config plan (``node-plan.json``, what the applier and a human follow) and, when a
 workload should ask for another profile, its patches (``request-changes.yaml``), swapped in
 whole or not at all (:mod:`.files`).
-Every format renders from one data dict (:func:`~.data.report_data`: the analysis plus what
-the report writer adds, :class:`~.data.ReportExtras`).
+Every file renders from one typed report (:func:`~.data.build_report`: the analysis plus what
+the report writer adds, :class:`~.data.ReportExtras`, as
+:class:`~migscope.core.spec.v1.ReportV1`), built once per run.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from migscope.analyzer.report.csv_report import CSV_COLUMNS, render_csv
-from migscope.analyzer.report.data import ReportExtras, report_data
+from migscope.analyzer.report.data import ReportExtras, build_report, report_data
 from migscope.analyzer.report.files import replace_files
 from migscope.analyzer.report.html import render_html
 from migscope.analyzer.report.json_report import (
     ReportV1,
     json_schema,
     json_text,
-    render_json,
     validate_report,
     write_json,
 )
 from migscope.analyzer.report.markdown import render_markdown
+from migscope.analyzer.report.node_plan import node_plan
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.workloads import REQUEST_CHANGES_FILE, patch_documents
-from migscope.core.migparted import emit_config
+from migscope.core.migparted import MigPartedConfig, emit_config
 from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, validate_node_plan
 
 __all__ = [
@@ -42,11 +43,12 @@ __all__ = [
     "Format",
     "ReportExtras",
     "ReportV1",
+    "build_report",
     "json_schema",
+    "node_plan",
     "render",
     "render_csv",
     "render_html",
-    "render_json",
     "render_markdown",
     "report_data",
     "validate_report",
@@ -68,32 +70,44 @@ FILE_NAMES: dict[str, str] = {
 """File written for each output, inside the ``--out`` directory."""
 
 
+def _report_of(
+    result: AnalysisResult,
+    *,
+    report: ReportV1 | None = None,
+    data: Mapping[str, Any] | None = None,
+    extras: ReportExtras | None = None,
+) -> ReportV1:
+    """``report`` when given, else ``data`` validated, else :func:`build_report` of ``result``.
+
+    ``data`` is the report as JSON data (:func:`report_data`, a parsed ``report.json``), for
+    callers that hold it as such.
+    """
+    if report is not None:
+        return report
+    if data is not None:
+        return validate_report(data)
+    return build_report(result, extras)
+
+
 def render(
     result: AnalysisResult,
     fmt: Format,
     *,
-    data: dict[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
     extras: ReportExtras | None = None,
 ) -> str:
-    """The report in one format.
-
-    JSON, Markdown, HTML and CSV come from the report data: ``data``
-    (:func:`report_data` of ``result`` and ``extras``) and ``report`` (it, validated) when
-    the caller has them already, else built here.
+    """The report in one format, from ``report`` (see :func:`_report_of`).
 
     Raises:
         pydantic.ValidationError: the analysis breaks the report contract (a bug).
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    if data is None:
-        data = report_data(result, extras)
+    report = _report_of(result, report=report, data=data, extras=extras)
     if fmt == "csv":
-        return render_csv(result, data)
-    if report is None:
-        report = validate_report(data)  # a contract break fails here, in the analyzer
+        return render_csv(result, report)
     if fmt == "json":
-        return json_text(data)
+        return json_text(report)
     return render_markdown(report) if fmt == "md" else render_html(report)
 
 
@@ -102,7 +116,7 @@ def write_report(
     fmt: Format,
     stream: TextIO,
     *,
-    data: dict[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
     extras: ReportExtras | None = None,
 ) -> None:
@@ -110,14 +124,11 @@ def write_report(
 
     Why: the JSON as one string is most of a run's peak memory at fleet scale.
     """
+    report = _report_of(result, report=report, data=data, extras=extras)
     if fmt != "json":
-        stream.write(render(result, fmt, data=data, report=report, extras=extras))
+        stream.write(render(result, fmt, report=report))
         return
-    if data is None:
-        data = report_data(result, extras)
-    if report is None:
-        validate_report(data)
-    write_json(data, stream)
+    write_json(report, stream)
 
 
 def write_reports(
@@ -126,7 +137,7 @@ def write_reports(
     *,
     formats: Iterable[Format] = ("json", "md", "csv", "html"),
     extras: ReportExtras | None = None,
-    data: dict[str, Any] | None = None,
+    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
 ) -> dict[str, Path]:
     """Write the reports, the mig-parted config and the node plan into ``out``, whole.
@@ -137,8 +148,9 @@ def write_reports(
     exactly its own (an earlier run's file of a name it does not write, such as
     ``mig-parted-config.yaml`` or a format not asked for, goes), and files of other names
     alone. A link planted at a file's name is replaced, never followed. Files are created
-    with mode 0640 less the umask (:data:`.files.FILE_MODE`). ``data`` and ``report`` as in
-    :func:`render`: a caller that also prints a format passes them, so they are built once.
+    with mode 0640 less the umask (:data:`.files.FILE_MODE`). Every file is written from one
+    report (:func:`_report_of`): a caller that also prints a format passes it, so it is built
+    once.
 
     Returns:
         ``{output: path}`` for every file written (keys as in :data:`FILE_NAMES`).
@@ -147,26 +159,24 @@ def write_reports(
         OSError: the directory cannot be created or written (it is then as it was).
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    if data is None:
-        data = report_data(result, extras)  # once for every format: it recomputes the plan
-    if report is None:
-        report = validate_report(data)
-    plan = result.node_plan()
+    report = _report_of(result, report=report, data=data, extras=extras)
+    plan = node_plan(result, report)
     validate_node_plan(plan)  # the applier's input: a contract break fails here, not there
     contents: dict[str, Callable[[TextIO], object]] = {}
     for fmt in formats:
-        contents[fmt] = partial(write_report, result, fmt, data=data, report=report)
-    if result.mig_parted is not None:
+        contents[fmt] = partial(write_report, result, fmt, report=report)
+    if report.mig_parted_config is not None:
         header = (
             "Generated by migscope analyze: one config per distinct node layout.\n"
             "Set each node's nvidia.com/mig.config label as node-plan.json says."
         )
-        config = emit_config(result.mig_parted, header=header)
+        mig_parted = MigPartedConfig.model_validate(report.mig_parted_config)
+        config = emit_config(mig_parted, header=header)
         contents["mig-parted"] = lambda stream: stream.write(config)
     contents["plan"] = lambda stream: stream.write(json.dumps(plan, indent=2) + "\n")
-    changes = data.get("request_changes") or {}
-    if changes.get("workloads"):
-        patches = patch_documents(changes["workloads"])
+    changes = report.request_changes
+    if changes is not None and changes.workloads:
+        patches = patch_documents(w.model_dump(exclude_unset=True) for w in changes.workloads)
         contents["requests"] = lambda stream: stream.write(patches)
     written = replace_files(
         out,

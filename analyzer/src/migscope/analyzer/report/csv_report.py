@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from migscope.analyzer.report.data import report_data
+from migscope.analyzer.report.data import build_report
 from migscope.analyzer.result import AnalysisResult
+from migscope.core.spec.v1 import ReportV1, SliceV1, validate_report
 
 __all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "neutralise", "render_csv"]
 
@@ -76,28 +78,36 @@ def neutralise(value: _T) -> _T | str:
     return value
 
 
-def render_csv(result: AnalysisResult, data: dict[str, Any] | None = None) -> str:
+def render_csv(result: AnalysisResult, report: ReportV1 | Mapping[str, Any] | None = None) -> str:
     r"""One row per slice (history-only slices included, ``current`` says which).
 
     Args:
         result: The analysis.
-        data: Its report data (:func:`~.data.report_data`), when the caller has it already:
-            the rows are its slices, so pool and waste are the report's own numbers.
+        report: Its report (:func:`~.data.build_report`, or its JSON data), when the caller
+            has it already: the rows are its slices, so pool and waste are the report's own
+            numbers.
 
     Text cells are neutralised (:func:`neutralise`). The csv module quotes a cell holding a
     ``\n`` but not one holding a lone ``\r``, which readers take for the end of the row,
     so a row with one has all its text cells quoted.
     """
-    slices = (data if data is not None else report_data(result))["slices"]
+    if report is None:
+        report = build_report(result)
+    elif not isinstance(report, ReportV1):
+        report = validate_report(report)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     quoting = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(CSV_COLUMNS)
-    for row in slices:
-        evidence = row["evidence"]
-        assert isinstance(evidence, dict)
-        merged = {**evidence, **row}
-        cells = ["" if merged.get(c) is None else neutralise(merged.get(c)) for c in CSV_COLUMNS]
+    for s in report.slices:
+        cells = ["" if (v := _value(s, c)) is None else neutralise(v) for c in CSV_COLUMNS]
         carriage = any(isinstance(c, str) and "\r" in c for c in cells)
         (quoting if carriage else writer).writerow(cells)
     return out.getvalue()
+
+
+def _value(s: SliceV1, column: str) -> object:
+    """The slice's field of that name where the report has it, else its evidence's."""
+    if column in s.model_fields_set or column in (s.model_extra or {}):
+        return getattr(s, column)
+    return s.evidence.get(column)

@@ -1,12 +1,14 @@
-"""The report's data: the analysis' own JSON plus what only the report writer knows.
+"""The report, built once: the analysis as the typed contract, plus what only the writer knows.
 
-Why a step of its own: :meth:`~migscope.analyzer.result.AnalysisResult.to_json` is the
-analysis; the report adds what a reader acts on and the analysis cannot know or should not
-compute per slice: each slice's node pool and wasted GPU-hours (from
-:func:`~migscope.analyzer.savings.slice_wasted_gpu_hours`, the function the headline total
-is summed from), the trend of earlier runs (:mod:`.trend`) and where Grafana is
-(:mod:`.grafana`). Every format that renders from the contract (JSON, Markdown, HTML) gets
-the same data, so whatever the HTML page shows is in ``report.json`` too.
+:func:`build_report` is the one place a run's report is made: it computes the
+recommendations once (:meth:`~migscope.analyzer.result.AnalysisResult.recommendations`),
+adds what a reader acts on and the analysis cannot know or should not compute per slice
+(each slice's node pool and wasted GPU-hours, from
+:func:`~migscope.analyzer.savings.slice_wasted_gpu_hours`, the function the headline total is
+summed from; the trend of earlier runs, :mod:`.trend`; where Grafana is, :mod:`.grafana`),
+and validates it against :class:`~migscope.core.spec.v1.ReportV1`. Every writer (JSON,
+Markdown, HTML, CSV, the node plan, the mig-parted file, the request changes) reads that
+model, so whatever the HTML page shows is in ``report.json`` too.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from migscope.analyzer.report.grafana import grafana_section
 from migscope.analyzer.report.trend import Trend
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.savings import slice_wasted_gpu_hours
+from migscope.core.spec.v1 import ReportV1, report_json, validate_report
 
-__all__ = ["ReportExtras", "report_data"]
+__all__ = ["ReportExtras", "build_report", "report_data"]
 
 
 @dataclass(frozen=True)
@@ -28,21 +31,26 @@ class ReportExtras:
 
     Attributes:
         trend: Earlier runs (``--previous-reports``), read by :func:`.trend.read_trend`.
-        grafana_url: Grafana's root (``--grafana-url``); checked when the data is built.
+        grafana_url: Grafana's root (``--grafana-url``); checked when the report is built.
     """
 
     trend: Trend | None = None
     grafana_url: str | None = None
 
 
-def report_data(result: AnalysisResult, extras: ReportExtras | None = None) -> dict[str, Any]:
-    """``result.to_json()`` with the per-slice pool and waste, the trend and Grafana.
+def build_report(result: AnalysisResult, extras: ReportExtras | None = None) -> ReportV1:
+    """The run's report: the analysis with the per-slice pool and waste, the trend and Grafana.
+
+    The recommendations are computed here, once, and every writer reads them from the
+    returned model.
 
     Raises:
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
+        pydantic.ValidationError: the analysis breaks the report contract (a bug: it fails
+            here, in the analyzer, not in the applier or a team's script days later).
     """
     extras = extras or ReportExtras()
-    data = result.to_json()
+    data = result.to_json(result.recommendations())
     pool_of = {(g.node, g.index): p.pool for p in result.pools for g in p.gpus}
     hours = result.window_hours
     for entry, s in zip(data["slices"], result.slices, strict=True):
@@ -55,4 +63,9 @@ def report_data(result: AnalysisResult, extras: ReportExtras | None = None) -> d
         data["notes"] = [*data["notes"], *extras.trend.notes]
     if extras.grafana_url is not None:
         data["grafana"] = grafana_section(extras.grafana_url)
-    return data
+    return validate_report(data)
+
+
+def report_data(result: AnalysisResult, extras: ReportExtras | None = None) -> dict[str, Any]:
+    """:func:`build_report` as JSON data (``report.json`` parsed), for scripts and tests."""
+    return report_json(build_report(result, extras))

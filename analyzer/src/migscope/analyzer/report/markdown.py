@@ -17,15 +17,20 @@ heading) early, and ``<`` would open raw HTML.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from migscope.analyzer.claims import holder_text, resize_text
 from migscope.analyzer.report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer.report.next_step import next_step
 from migscope.analyzer.report.trend import per_week, waste_change
-from migscope.analyzer.safety import History
 from migscope.core.migparted import MigPartedConfig, emit_config
-from migscope.core.spec.v1 import GpuLayoutV1, ReportV1, SliceV1
+from migscope.core.spec.v1 import (
+    EvidenceV1,
+    GpuLayoutV1,
+    PoolV1,
+    ReportV1,
+    SliceV1,
+    WhatIfV1,
+)
 
 __all__ = ["render_markdown"]
 
@@ -75,7 +80,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     """The whole report as GitHub-flavoured Markdown.
 
     Args:
-        report: The validated report (``validate_report(result.to_json())``).
+        report: The report (:func:`~migscope.analyzer.report.build_report`).
         title: The top heading.
 
     Returns:
@@ -92,8 +97,8 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
         "",
         "## Summary",
         "",
-        f"- Slices analysed: {summary['slices']} "
-        f"({', '.join(f'{n} {k}' for k, n in summary['by_status'].items())}).",
+        f"- Slices analysed: {summary.slices} "
+        f"({', '.join(f'{n} {k}' for k, n in summary.by_status.items())}).",
         f"- Idle slices (held, unused): **{sav.idle_slices}**; unallocated: "
         f"**{sav.unallocated_slices}**; oversized: **{sav.oversized_slices}**.",
         f"- Wasted over the window: **{sav.wasted_gpu_hours:.1f} GPU-hours** "
@@ -168,8 +173,7 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     recs = report.recommendations
     evidence = report.evidence
     if evidence is not None and not evidence.enough_for_a_plan:
-        sentence = History(evidence.history_hours, evidence.min_history_hours).sentence()
-        lines.append(sentence[0].upper() + sentence[1:] + ".")
+        lines.append(_snapshot_sentence(evidence))
     elif not recs:
         lines.append("No layout change needed.")
     for rec in recs:
@@ -187,13 +191,13 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     lines += ["## Pools", ""]
     lines += ["| pool | GPUs | demand | plan | solver |", "|---|---|---|---|---|"]
     for pool in report.pools:
-        demand = ", ".join(f"{_cell(k)}×{v}" for k, v in pool["demand"]["total"].items())
-        solve = pool["solve"]
+        demand = ", ".join(f"{_cell(k)}×{v}" for k, v in pool.demand.total.items())
+        solve = pool.solve
         lines.append(
-            f"| {_cell(pool['pool'])} | {pool['gpus']} | {demand or 'none'} | "
-            f"{pool['plan']['gpus_used']} used, "
-            f"{pool['plan']['gpus_free']} free (bound {pool['lower_bound']['gpus']}) | "
-            f"{_cell(solve['status'])}, gap {solve['gap']} |"
+            f"| {_cell(pool.pool)} | {pool.gpus} | {demand or 'none'} | "
+            f"{pool.plan.gpus_used} used, "
+            f"{pool.plan.gpus_free} free (bound {pool.lower_bound.gpus}) | "
+            f"{_cell(solve.status)}, gap {solve.gap} |"
         )
     lines += _replay_lines(report.pools, report.what_if)
     lines += _trend_lines(report)
@@ -302,12 +306,25 @@ def _trend_lines(report: ReportV1) -> list[str]:
     return lines
 
 
-def _replay_lines(all_pools: list[dict[str, Any]], what_if: dict[str, Any] | None) -> list[str]:
+def _snapshot_sentence(evidence: EvidenceV1) -> str:
+    """Why a snapshot recommends no change (the words of the analysis' own note)."""
+    return (
+        f"No change recommended: {_span(evidence.history_hours)} of history, "
+        f"{_span(evidence.min_history_hours)} needed (policy evidence.min_history_hours); "
+        "slices are classified as a snapshot."
+    )
+
+
+def _span(hours: float) -> str:
+    return f"{hours * 60:.0f} min" if hours < 1.0 else f"{hours:.1f} h"
+
+
+def _replay_lines(all_pools: list[PoolV1], what_if: WhatIfV1 | None) -> list[str]:
     """Hour-by-hour replay of the window's demand: current, proposed, what-if layouts."""
-    pools = [p for p in all_pools if p.get("replay")]
+    pools = [p for p in all_pools if p.replay]
     if not pools:
         return []
-    names = [n for n in ("current", "proposed", "what_if") if n in pools[0]["replay"]]
+    names = [n for n in ("current", "proposed", "what_if") if n in pools[0].replay]
     lines = [
         "",
         "## Replay of the window's demand",
@@ -319,21 +336,20 @@ def _replay_lines(all_pools: list[dict[str, Any]], what_if: dict[str, Any] | Non
         "|---|" + "---|" * (len(names) + 1),
     ]
     for pool in pools:
-        replays = pool["replay"]
+        replays = pool.replay
         cells = [
-            f"{replays[n]['served_share']:.1%} ({replays[n]['unmet_instance_hours']:g} "
-            "instance-h unmet)"
+            f"{replays[n].served_share:.1%} ({replays[n].unmet_instance_hours:g} instance-h unmet)"
             for n in names
         ]
         last = replays[names[-1]]
         short = ", ".join(
-            f"{_cell(p['profile'])} peak {p['unmet_peak']:g} in {p['hours_short']} h"
-            for p in last["profiles"]
-            if p["hours_short"]
+            f"{_cell(p.profile)} peak {p.unmet_peak:g} in {p.hours_short} h"
+            for p in last.profiles
+            if p.hours_short
         )
-        lines.append(f"| {_cell(pool['pool'])} | " + " | ".join(cells) + f" | {short or '-'} |")
-    if what_if:
-        configs = ", ".join(f"{k}={v}" for k, v in what_if["configs"].items())
+        lines.append(f"| {_cell(pool.pool)} | " + " | ".join(cells) + f" | {short or '-'} |")
+    if what_if is not None:
+        configs = ", ".join(f"{k}={v}" for k, v in what_if.configs.items())
         lines += ["", f"What-if layout: {_code(configs)}."]
     return lines
 

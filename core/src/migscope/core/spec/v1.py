@@ -27,6 +27,7 @@ __all__ = [
     "GrafanaV1",
     "HourlyV1",
     "IdleHolderV1",
+    "LowerBoundV1",
     "MigStateV1",
     "NamespaceWasteV1",
     "NodePlanEntryV1",
@@ -34,18 +35,28 @@ __all__ = [
     "OwnerV1",
     "PlacementV1",
     "PlannedGpuV1",
+    "PoolDemandV1",
+    "PoolPlanV1",
+    "PoolV1",
     "ProvenanceV1",
     "RecommendationV1",
+    "ReplayProfileV1",
+    "ReplayV1",
     "ReportV1",
     "RequestChangeV1",
     "RequestChangesV1",
     "SavingsV1",
     "SliceOnGpuV1",
     "SliceV1",
+    "SolveV1",
+    "SummaryV1",
     "TrendPointV1",
+    "WhatIfTotalsV1",
+    "WhatIfV1",
     "WindowV1",
     "WorkloadV1",
     "json_schema",
+    "report_json",
     "validate_node_plan",
     "validate_report",
 ]
@@ -122,6 +133,11 @@ class SliceV1(BaseModel):
     ``wasted_gpu_hours`` (its share of ``savings.wasted_gpu_hours``), which the report
     writer adds. ``claim`` is the DRA ResourceClaim of the main holder (null under the device
     plugin) and ``claim_resize`` the claim change an oversized DRA slice calls for.
+    ``mig_uuid`` and ``energy_joules`` (the slice's estimated energy over the window) are null
+    where unknown.
+
+    Fields are declared in the order the analyzer writes them, so that the model dumps to
+    ``report.json`` as written (:func:`report_json`); so are every other model's.
     """
 
     model_config = _OPEN
@@ -132,6 +148,7 @@ class SliceV1(BaseModel):
     model: str | None
     profile: str
     placement_start: int | None
+    mig_uuid: str | None = None
     status: Literal["idle", "unallocated", "oversized", "saturated", "healthy", "unknown"]
     confidence: float
     reason: str
@@ -139,16 +156,17 @@ class SliceV1(BaseModel):
     evidence: dict[str, Any]
     namespace: str | None
     pod: str | None
+    claim: str | None = None
+    claim_resize: ClaimResizeV1 | None = None
+    owners: list[OwnerV1] | None = None
+    energy_joules: float | None = None
+    hourly: HourlyV1 | None = None
     current: bool
     in_use: bool
     demand_profile: str | None
     pin: str | None
-    owners: list[OwnerV1] | None = None
-    hourly: HourlyV1 | None = None
     pool: str | None = None
     wasted_gpu_hours: float | None = None
-    claim: str | None = None
-    claim_resize: ClaimResizeV1 | None = None
 
 
 class GpuLayoutV1(BaseModel):
@@ -177,9 +195,14 @@ class PlacementV1(BaseModel):
 
 
 class PlannedGpuV1(BaseModel):
-    """One GPU of a recommended node as the planner left it: layouts and placements."""
+    """One GPU of a recommended node as the planner left it: layouts and placements.
+
+    The planner writes more (``kept``, ``destroyed``, ``moved``, ``demanded``, ...;
+    docs/planner.md), kept as extra keys.
+    """
 
     model_config = _OPEN
+    node: str | None = None
     gpu: int
     current: MigStateV1
     proposed: MigStateV1
@@ -269,15 +292,16 @@ class RequestChangesV1(BaseModel):
 
 
 class NamespaceWasteV1(BaseModel):
-    """Idle and oversized GPU-hours of one namespace."""
+    """Idle and oversized GPU-hours of one namespace (``wasted_cost`` with a price)."""
 
     model_config = _OPEN
     namespace: str
     slices: int
     idle_gpu_hours: float
+    unallocated_gpu_hours: float = 0.0
     oversized_gpu_hours: float
     wasted_gpu_hours: float
-    unallocated_gpu_hours: float = 0.0
+    wasted_cost: float | None = None
 
 
 class SavingsV1(BaseModel):
@@ -289,19 +313,22 @@ class SavingsV1(BaseModel):
     oversized_slices: int
     compute_slices_reclaimable: int
     gpus_planned: int
+    gpus_in_use_before: int | None = None
+    gpus_pinned_before: int | None = None
     gpus_used_after: int
     gpus_freed: int
     gpus_changed: int
+    nodes_changed: int | None = None
     unmet_demand: int
+    stranded_compute_slices: int | None = None
     window_hours: float
     gpu_hours_freed: float
-    wasted_gpu_hours: float
-    by_namespace: list[NamespaceWasteV1]
-    price_per_gpu_hour: float | None
-    nodes_changed: int | None = None
     idle_gpu_hours: float | None = None
     unallocated_gpu_hours: float | None = None
     oversized_gpu_hours: float | None = None
+    wasted_gpu_hours: float
+    by_namespace: list[NamespaceWasteV1]
+    price_per_gpu_hour: float | None
     wasted_cost: float | None = None
     freed_cost: float | None = None
 
@@ -359,28 +386,165 @@ class GrafanaV1(BaseModel):
     dashboards: dict[str, str]
 
 
+class SummaryV1(BaseModel):
+    """How many slices the report covers, and how many of the current ones have each status.
+
+    ``history_only_slices``: slices seen in the window but gone at its end (a re-partition
+    removed them); older reports lack it.
+    """
+
+    model_config = _OPEN
+    slices: int
+    history_only_slices: int | None = None
+    by_status: dict[str, int]
+
+
+_Number = int | float
+"""A JSON number as the analyzer computed it: an integer stays an integer (``0``, not ``0.0``)."""
+
+
+class PoolDemandV1(BaseModel):
+    """What a pool must offer, profile → instances: the parts and the ``total`` planned for."""
+
+    model_config = _OPEN
+    pool: str
+    model: str
+    busy: dict[str, int]
+    pending: dict[str, int]
+    headroom: dict[str, int]
+    total: dict[str, int]
+    notes: list[str]
+
+
+class PoolPlanV1(BaseModel):
+    """The planner's summary of a pool's plan (``objective`` and more kept as extra keys)."""
+
+    model_config = _OPEN
+    gpus: int
+    gpus_used: int
+    gpus_free: int
+    gpus_parked: int
+    gpus_changed: int
+    gpus_disruptive: int
+    nodes_changed: int
+    stranded_compute_slices: int
+    unmet: dict[str, int]
+    unmet_total: int
+
+
+class SolveV1(BaseModel):
+    """How a pool's plan was found: the method, the solver's status and its proven gap.
+
+    ``status``: ``optimal``, ``time_limit``, ``heuristic`` or ``fallback`` (docs/planner.md);
+    ``objective`` and ``best_bound`` are null for a heuristic. Timings and sizes follow as
+    extra keys (``wall_s``, ``solver_s``, ``classes``, ...).
+    """
+
+    model_config = _OPEN
+    method: str
+    status: str
+    objective: _Number | None
+    best_bound: _Number | None
+    gap: _Number | None
+
+
+class LowerBoundV1(BaseModel):
+    """The bin-packing lower bound on a pool's GPUs (``gpus``; the parts as extra keys too)."""
+
+    model_config = _OPEN
+    compute: int
+    memory: int
+    configuration_lp: _Number | None
+    gpus: int
+
+
+class ReplayProfileV1(BaseModel):
+    """One profile of a replay: supply, demand, and the hours the layout was short of it."""
+
+    model_config = _OPEN
+    profile: str
+    supply: int
+    demand_peak: _Number
+    demand_instance_hours: _Number
+    unmet_peak: _Number
+    unmet_instance_hours: _Number
+    hours_short: int
+
+
+class ReplayV1(BaseModel):
+    """The window's hourly demand replayed against one layout of a pool."""
+
+    model_config = _OPEN
+    hours: int
+    served_share: _Number
+    unmet_instance_hours: _Number
+    demand_instance_hours: _Number
+    profiles: list[ReplayProfileV1]
+
+
+class PoolV1(BaseModel):
+    """One node pool: its demand, its plan, the solver's proof, the bound, and the replays.
+
+    ``replay``: ``current``, ``proposed`` and, with ``--what-if``, ``what_if`` (empty without
+    per-hour data; older reports lack it).
+    """
+
+    model_config = _OPEN
+    pool: str
+    model: str
+    gpus: int
+    demand: PoolDemandV1
+    plan: PoolPlanV1
+    solve: SolveV1
+    lower_bound: LowerBoundV1
+    replay: dict[str, ReplayV1] = {}
+
+
+class WhatIfTotalsV1(BaseModel):
+    """A layout's replay summed over the pools replayed."""
+
+    model_config = _OPEN
+    unmet_instance_hours: _Number | None = None
+    demand_instance_hours: _Number | None = None
+    served_share: _Number | None = None
+
+
+class WhatIfV1(BaseModel):
+    """The what-if layout replayed over all pools (``proposed``: the same for the plan)."""
+
+    model_config = _OPEN
+    configs: dict[str, str]
+    pools_replayed: int | None = None
+    unmet_instance_hours: _Number | None = None
+    demand_instance_hours: _Number | None = None
+    served_share: _Number | None = None
+    proposed: WhatIfTotalsV1 | None = None
+
+
 class ReportV1(BaseModel):
     """The whole report, ``schema_version`` 1 (``what_if`` only when a what-if was asked).
 
     ``trend`` (earlier runs, oldest first) and ``grafana`` are added by the report writer
     when it was given earlier reports or a Grafana URL; older reports lack them.
+    ``mig_parted_config`` is mig-parted's own file format, read with
+    :class:`migscope.core.migparted.MigPartedConfig`.
     """
 
     model_config = _OPEN
     schema_version: Literal[1]
     window: WindowV1
-    summary: dict[str, Any]
+    summary: SummaryV1
     slices: list[SliceV1]
-    pools: list[dict[str, Any]]
+    pools: list[PoolV1]
     recommendations: list[RecommendationV1]
     request_changes: RequestChangesV1 | None = None
     mig_parted_config: dict[str, Any] | None
     node_configs: dict[str, str]
     savings: SavingsV1
+    what_if: WhatIfV1 | None = None
     evidence: EvidenceV1 | None
     provenance: ProvenanceV1 | None
     notes: list[str]
-    what_if: dict[str, Any] | None = None
     trend: list[TrendPointV1] | None = None
     grafana: GrafanaV1 | None = None
 
@@ -413,6 +577,16 @@ def validate_report(data: Any) -> ReportV1:
         pydantic.ValidationError: a field is missing or of the wrong type.
     """
     return ReportV1.model_validate(data)
+
+
+def report_json(report: ReportV1) -> dict[str, Any]:
+    """The report as the JSON data it was validated from: the inverse of :func:`validate_report`.
+
+    Keys come in the order the analyzer writes them (every model declares its fields in that
+    order; extra keys follow in theirs), a field the data did not have stays out, and numbers
+    keep their type, so ``json.dumps`` of it is ``report.json`` byte for byte.
+    """
+    return report.model_dump(exclude_unset=True)
 
 
 def validate_node_plan(data: Any) -> NodePlanV1:

@@ -139,7 +139,7 @@ def render_html(report: ReportV1, *, title: str = "migscope report") -> str:
     """The whole report as one self-contained HTML page.
 
     Args:
-        report: The validated report (``validate_report(report_data(result))``, or a parsed
+        report: The report (``build_report(result)``, or a parsed
             report.json through :func:`~migscope.core.spec.v1.validate_report`).
         title: Page title and heading.
 

@@ -11,8 +11,6 @@ history makes it a snapshot).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from migscope.analyzer.report.html.format import badge, escape, hours, money, utc_time
 from migscope.analyzer.report.next_step import next_step as step_of
 from migscope.analyzer.report.trend import waste_change
@@ -83,7 +81,7 @@ def _cards(report: ReportV1) -> str:
             f"node(s), of {escape(sav.gpus_planned)} planned",
         ),
         _card("unmet", escape(sav.unmet_demand), "instances of demand unmet"),
-        _card("slices", escape(report.summary.get("slices", "n/a")), "slices analysed"),
+        _card("slices", escape(report.summary.slices), "slices analysed"),
     ]
     return '<div class="cards" id="summary">' + "".join(cards) + "</div>"
 
@@ -164,8 +162,8 @@ def summary_section(report: ReportV1) -> str:
             "(policy <code>evidence.min_history_hours</code>): the slices are classified, "
             "the layouts stay as they are.</p>"
         )
-    by_status = report.summary.get("by_status")
-    if isinstance(by_status, Mapping) and by_status:
+    by_status = report.summary.by_status
+    if by_status:
         out.append(
             "<p>By status: "
             + " ".join(f"{badge(str(k))} {escape(v)}" for k, v in by_status.items())
