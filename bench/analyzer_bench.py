@@ -1,6 +1,7 @@
 """``analyze --prometheus`` against one raw scan of the same data: exact and fast statistics.
 
-Run ``python bench/analyzer_bench.py [--slices 112 1000] [--modes fast exact]``.
+Run ``python bench/analyzer_bench.py [--slices 112 1000] [--runs fast:1 exact:1] [--counters
+[no] [yes]]``.
 
 For each size N the benchmark writes a synthetic week of history at a 60 s resolution for N
 MIG slices (56 per node: 8 H200 GPUs of 7 ``1g.18gb`` slices), in the migscope dialect: per
@@ -10,7 +11,11 @@ and ``migscope_mig_energy_estimated_joules_total`` for the whole week,
 ``migscope_mig_pod_info`` for the spans a pod holds the slice (80 % of the slices are held,
 by one or two pods), and ``migscope_gpu_info`` per GPU. Labels are ``node``, ``gpu``,
 ``gpu_uuid``, ``gpu_instance_id``, ``mig_uuid`` and the scrape's ``instance``, as after the
-relabelling of ``docs/metrics.md``. With ``--restarts F`` a share F of the nodes have their
+relabelling of ``docs/metrics.md``. With ``--counters`` (``yes``, or ``no yes`` for both
+fleets in one run) every slice also has
+``migscope_mig_graphics_active_seconds_total``, the integral of the ratio gauge's activity (an
+upgraded exporter: the analyzer reads its activity from the counter, issue 24). With
+``--restarts F`` a share F of the nodes have their
 exporter restarted in the middle of the week (a new ``instance``: two series per slice and
 quantity, which the fast path merges with the exact quantile queries).
 
@@ -60,6 +65,7 @@ SLICES_PER_GPU = 7
 SLICES_PER_NODE = GPUS_PER_NODE * SLICES_PER_GPU
 SLICE_BYTES = 16_384 * 1024**2  # an H200 1g.18gb slice: 16,384 MiB (the catalogue's, NVML's)
 CHUNK = 128  # slices assembled at once (bounds the generator's memory)
+COUNTER_LEAD = 5  # --counters: the counter's samples before the week (see write_history)
 
 U8 = npt.NDArray[np.uint8]
 
@@ -79,9 +85,9 @@ def digits(values: npt.NDArray[np.int64], width: int) -> U8:
     return ((values[..., None] // powers) % 10 + 48).astype(np.uint8)
 
 
-def ratio_chars(millis: npt.NDArray[np.int64]) -> U8:
-    """Ratios given in thousandths (0..1000) as ``d.ddd``."""
-    whole = digits(millis // 1000, 1)
+def ratio_chars(millis: npt.NDArray[np.int64], width: int = 1) -> U8:
+    """Numbers given in thousandths as ``d.ddd`` (``width`` digits before the point)."""
+    whole = digits(millis // 1000, width)
     frac = digits(millis % 1000, 3)
     dot = np.full((*millis.shape, 1), ord("."), dtype=np.uint8)
     return np.concatenate([whole, dot, frac], axis=-1)
@@ -108,8 +114,9 @@ def rows(prefixes: Sequence[bytes], values: U8, stamps: U8) -> bytes:
 class Fleet:
     """N synthetic slices: their labels and deterministic random behaviour."""
 
-    def __init__(self, slices: int, seed: int = 7) -> None:
+    def __init__(self, slices: int, seed: int = 7, counters: bool = False) -> None:
         self.slices = slices
+        self.counters = counters
         self.rng = np.random.default_rng(seed)
         ids = np.arange(slices)
         self.node = ids // SLICES_PER_NODE
@@ -165,8 +172,11 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
     total = 0
     chunks = [range(s, min(s + CHUNK, part.stop)) for s in range(part.start, part.stop, CHUNK)]
 
-    def family(name: str, make: Any, extra: Any = None) -> None:
+    def family(name: str, make: Any, extra: Any = None, lead: int = 0, tail: int = 0) -> None:
+        """Write a family; ``lead`` points before the week and ``tail`` after its last too
+        (``make`` returns them, in time order)."""
         nonlocal total
+        times = digits(t0 + STEP * np.arange(-lead, POINTS + tail, dtype=np.int64), 10)
         for chunk in chunks:
             idx = np.array(chunk)
             values: U8 = make(idx)
@@ -177,20 +187,54 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
                 for first, end, instance in fleet.segments(i):
                     more = extra(i) if extra is not None else b""
                     prefix = f"{name}{{".encode() + fleet.labels(i, instance) + more + b"} "
+                    first = first if first == 0 else first + lead
+                    end += lead + (tail if end == POINTS else 0)
                     by_shape.setdefault((len(prefix), first, end, 0), []).append((k, prefix))
             for (_, first, end, _), members in sorted(by_shape.items()):
                 pick = [k for k, _ in members]
-                out.write(rows([p for _, p in members], values[pick, first:end], stamps[first:end]))
+                out.write(rows([p for _, p in members], values[pick, first:end], times[first:end]))
                 total += len(pick) * (end - first)
 
     def info(idx: npt.NDArray[np.int64]) -> U8:
         return np.full((len(idx), POINTS, 1), ord("1"), dtype=np.uint8)
 
+    # The activity of each chunk, in thousandths: drawn once for the gauge, integrated by
+    # the counter (same chunks, same order: the generator's draws do not move).
+    drawn: dict[int, npt.NDArray[np.int64]] = {}
+
+    def activity_millis(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        first = int(idx[0])
+        if first not in drawn:
+            base = fleet.level[idx, None] * (1 + 0.5 * np.sin(2 * np.pi * minutes / 1440.0))
+            noisy = base + fleet.rng.normal(0, 0.05, (len(idx), POINTS))
+            drawn[first] = np.clip(np.rint(noisy * 1000), 0, 1000).astype(np.int64)
+        return drawn[first]
+
     def activity(idx: npt.NDArray[np.int64]) -> U8:
-        rng = fleet.rng
-        base = fleet.level[idx, None] * (1 + 0.5 * np.sin(2 * np.pi * minutes / 1440.0))
-        noisy = base + rng.normal(0, 0.05, (len(idx), POINTS))
-        return ratio_chars(np.clip(np.rint(noisy * 1000), 0, 1000).astype(np.int64))
+        millis = activity_millis(idx)
+        if not fleet.counters:
+            del drawn[int(idx[0])]
+        return ratio_chars(millis)
+
+    def active_seconds(idx: npt.NDArray[np.int64]) -> U8:
+        # Seconds active since the exporter started, in thousandths: each scrape adds the
+        # interval's ratio times the step (the gauge at that scrape is that interval's mean).
+        # The exporter ran before and after the week: COUNTER_LEAD idle scrapes before it, so
+        # that its first step has the pair of samples a ratio needs, and one at its end, whose
+        # last step interval the other series leave empty; as in a fleet measured over a past
+        # week (otherwise the analyzer reads the gauge at the first step and nothing at the
+        # last, and the fast path sends every slice to the exact queries, fast.py's _clean).
+        drawn_millis = activity_millis(idx)
+        millis = np.concatenate(
+            [
+                np.zeros((len(idx), COUNTER_LEAD), dtype=np.int64),
+                drawn_millis,
+                drawn_millis[:, -1:],
+            ],
+            axis=1,
+        )
+        del drawn[int(idx[0])]
+        return ratio_chars(np.cumsum(millis * STEP, axis=1), 6)
 
     def memory(idx: npt.NDArray[np.int64]) -> U8:
         frac = fleet.mem[idx, None] * (1 + 0.1 * day) + fleet.rng.normal(
@@ -209,6 +253,10 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
 
     family("migscope_mig_info", info, placement)
     family("migscope_mig_graphics_active_ratio", activity)
+    if fleet.counters:
+        family(
+            "migscope_mig_graphics_active_seconds_total", active_seconds, lead=COUNTER_LEAD, tail=1
+        )
     family("migscope_mig_memory_used_bytes", memory)
 
     def capacity(idx: npt.NDArray[np.int64]) -> U8:
@@ -252,13 +300,15 @@ def write_history(fleet: Fleet, t0: int, out: BinaryIO, part: range | None = Non
 RAW_METRICS = (
     "migscope_mig_info",
     "migscope_mig_graphics_active_ratio",
+    "migscope_mig_graphics_active_seconds_total",
     "migscope_mig_memory_used_bytes",
     "migscope_mig_memory_total_bytes",
     "migscope_mig_energy_estimated_joules_total",
     "migscope_mig_pod_info",
     "migscope_gpu_info",
 )
-"""Every metric the analysis reads (the raw scan reads each once)."""
+"""Every metric the analysis reads (the raw scan reads each once; the counter only where
+written: a scan of a metric with no series costs nothing)."""
 
 
 def raw_scan(url: str, end: float) -> dict[str, float]:
@@ -312,6 +362,7 @@ def measure(url: str, start: float, end: float, mode: str, workers: int) -> dict
         "samples": stats.queryable_samples,
         "fast_slices": stats.fast_slices,
         "merged_slices": stats.merged_slices,
+        "counter_slices": stats.counter_slices,
         "exact_slices": stats.exact_slices,
         "statuses": statuses,
         "rss_mib": proc_kib(os.getpid(), "VmHWM") / 1024,
@@ -390,6 +441,7 @@ def bench_size(
     cli: bool = True,
     keep: Path | None = None,
     engine: str = "prometheus",
+    counters: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Generate, backfill, serve and measure one fleet size; one result per (mode, workers).
 
@@ -404,18 +456,18 @@ def bench_size(
     from support.prometheus import PrometheusServer
     from support.victoria import VictoriaServer
 
-    kept = keep / f"{slices}-{restarts:g}" if keep is not None else None
+    kept = keep / f"{slices}-{restarts:g}{'-c' if counters else ''}" if keep is not None else None
     marker = kept / "bench.json" if kept is not None else None
     reused: dict[str, Any] = json.loads(marker.read_text()) if marker and marker.exists() else {}
     t0 = int(reused.get("t0", week_start(time.time())))
-    fleet = Fleet(slices)
+    fleet = Fleet(slices, counters=counters)
     fleet.restart(restarts)
     per_part = -(-slices // parts // SLICES_PER_NODE) * SLICES_PER_NODE
     ranges = [range(a, min(a + per_part, slices)) for a in range(0, slices, per_part)]
     totals = {"samples": 0, "gen_s": 0.0, "size_mib": 0.0}
 
     def generate(part: range) -> Path:
-        path = work / f"history-{slices}-{part.start}.om"
+        path = work / f"history-{slices}-{int(counters)}-{part.start}.om"
         started = time.perf_counter()
         with open(path, "wb") as fh:
             samples = write_history(fleet, t0, fh, part)
@@ -515,6 +567,7 @@ def bench_size(
             raw_s = raw.get("raw_s")
             yield {
                 "engine": engine,
+                "counters": counters,
                 "slices_generated": slices,
                 "restarted_nodes": int(fleet.restarted.sum()),
                 **raw,
@@ -532,10 +585,10 @@ def bench_size(
 def table(results: Sequence[dict[str, Any]]) -> str:
     """The results as a fixed-width table."""
     head = (
-        f"{'slices':>7} {'mode':>5} {'wk':>2} {'raw s':>6} {'queries':>7} {'eval s':>8} "
+        f"{'slices':>7} {'ctr':>3} {'mode':>5} {'wk':>2} {'raw s':>6} {'queries':>7} {'eval s':>8} "
         f"{'stats s':>8} "
         f"{'anal. s':>8} {'ratio':>6} {'cli s':>7} {'ratio':>6} {'fast':>5} {'merge':>5} "
-        f"{'exact':>5} {'RSS MiB':>8} {'prom MiB':>8}"
+        f"{'exact':>5} {'cntr':>5} {'RSS MiB':>8} {'prom MiB':>8}"
     )
     lines = [head, "-" * len(head)]
     for r in results:
@@ -545,10 +598,12 @@ def table(results: Sequence[dict[str, Any]]) -> str:
         eval_s = f"{r['eval_s']:8.2f}" if r["eval_s"] is not None else "     n/a"
         cli = f"{r['cli_s']:7.2f} {r['cli_ratio']:5.1f}x" if "cli_s" in r else "      -      -"
         lines.append(
-            f"{r['slices']:>7} {r['mode']:>5} {r['workers']:>2} {r['raw_s']:>6.2f} "
+            f"{r['slices']:>7} {'yes' if r.get('counters') else 'no':>3} {r['mode']:>5} "
+            f"{r['workers']:>2} {r['raw_s']:>6.2f} "
             f"{r['queries']:>7} {eval_s} "
             f"{r['stats_s']:>8.2f} {r['analysis_s']:>8.2f} {r['ratio']:>5.1f}x {cli} "
             f"{r['fast_slices']:>5} {r['merged_slices']:>5} {r['exact_slices']:>5} "
+            f"{r.get('counter_slices', 0):>5} "
             f"{r['rss_mib']:>8.1f} {r['prom_rss_mib']:>8.0f}"
         )
     return "\n".join(lines)
@@ -567,6 +622,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--restarts", type=float, default=0.0, help="share of nodes whose exporter restarts"
+    )
+    parser.add_argument(
+        "--counters",
+        nargs="*",
+        choices=["no", "yes"],
+        default=["no"],
+        help="write the active-seconds counter too (yes; bare --counters is yes), or run "
+        "both fleets one after the other (no yes)",
     )
     parser.add_argument("--no-cli", action="store_true", help="skip timing the command itself")
     parser.add_argument("--parts", type=int, default=1, help="write+backfill in this many parts")
@@ -591,7 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     runs = [(mode, int(workers)) for mode, _, workers in (r.partition(":") for r in args.runs)]
     with tempfile.TemporaryDirectory(prefix="migscope-bench-") as tmp:
-        for slices in args.slices:
+        for slices, counters in [(n, c) for n in args.slices for c in args.counters or ["yes"]]:
             for result in bench_size(
                 slices,
                 runs,
@@ -601,6 +664,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cli=not args.no_cli,
                 keep=args.keep,
                 engine=args.engine,
+                counters=counters == "yes",
             ):
                 results.append(result)
                 print(json.dumps(result), flush=True)

@@ -14,14 +14,19 @@ real VictoriaMetrics, and:
   (a counter reset, a short gap the increase spans and a long one it does not included);
 * a counter and a gauge that disagree on purpose (bursts between the GPM windows: the gauge
   says idle) give the counter's numbers, and the analysis does not call the slice idle;
-* in a half-upgraded fleet a slice with the counter and one with the gauge only are both read.
+* in a half-upgraded fleet a slice with the counter and one with the gauge only are both read;
+* the fast path reads a clean counter natively (per-series ``irate`` subqueries, no exact
+  queries: :func:`...fast._clean`) and gives the exact path's numbers, and routes only the
+  counters it cannot settle (a gap, a counter starting mid-window) to the exact queries, on a
+  fleet that mixes them with a reset, ratios clamped at 1, a counter-only and a gauge-only slice.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -90,6 +95,7 @@ class Planted:
     ratio: bool = True  # the exporter writes the gauge
     sampled: np.ndarray | None = None  # scrapes that happened (None: all)
     reset_at: float | None = None
+    counter_from: float | None = None  # the counter's first scrape (an upgrade mid-window)
 
 
 def _truths() -> dict[str, np.ndarray]:
@@ -143,7 +149,9 @@ def _history(slices: list[Planted]) -> list[HistorySeries]:
         if p.ratio:
             out.append(HistorySeries(MIG_ACTIVITY, base, points(p.gauge)))
         if p.counter:
-            out.append(HistorySeries(MIG_ACTIVE_SECONDS, base, points(_counter(p))))
+            first = GRID[0] if p.counter_from is None else p.counter_from
+            written = points(_counter(p), sampled & np.greater_equal(GRID, first))
+            out.append(HistorySeries(MIG_ACTIVE_SECONDS, base, written))
         memory = np.full(GRID.size, float(1 << 30) * (1 + p.gi))
         out.append(HistorySeries("migscope_mig_memory_used_bytes", base, points(memory)))
         out.append(
@@ -197,6 +205,22 @@ MIXED = [
 ]
 
 
+# A fleet for the fast path's native reads (clean counters) and its exact route (the rest).
+JITTER = np.where(np.arange(GRID.size) % 11 == 0, 1.03, TRUTH["busy"])  # ratios above 1
+UPGRADED_AT = START + 2 * 3600 + 30 * STEP
+FLEET = [
+    Planted(1, TRUTH["busy"], TRUTH["busy"], reset_at=RESET_AT),  # clean, with a reset
+    Planted(2, BURSTS, np.zeros(GRID.size)),  # clean, the gauge aliased: the counter's numbers
+    Planted(3, TRUTH["steady"], TRUTH["steady"], sampled=~SHORT_GAP),  # a gap: exact
+    Planted(4, TRUTH["busy"], TRUTH["busy"], counter_from=UPGRADED_AT),  # starts mid-window
+    Planted(5, np.full(GRID.size, 0.3), np.full(GRID.size, 0.3), counter=False),  # gauge only
+    Planted(6, TRUTH["steady"], TRUTH["steady"], ratio=False),  # counter only, clean
+    Planted(7, JITTER, np.minimum(JITTER, 1.0)),  # clean, ratios clamped at 1
+]
+NATIVE = {1, 2, 6, 7}
+"""The slices of :data:`FLEET` whose counter the fast path reads natively."""
+
+
 def _embedded(history: list[HistorySeries], semantics: RangeSemantics) -> list[SliceStats]:
     text = to_openmetrics(history)
     series = parse_exposition(text, keep=DIALECT_METRICS, default_timestamp=END)
@@ -219,12 +243,19 @@ def _serve(engine: str, history: list[HistorySeries]) -> ManagedServer:
     return PrometheusServer(history) if engine == "prometheus" else VictoriaServer(history)
 
 
+@contextmanager
+def _client(semantics: RangeSemantics, history: list[HistorySeries]) -> Iterator[PrometheusClient]:
+    server = _serve("prometheus" if semantics == "prometheus2" else "victoria", history)
+    with server, PrometheusClient(server.url, retries=0, trust_env=False) as client:
+        yield client
+
+
 @pytest.fixture(scope="module", params=ENGINES)
 def run(request: pytest.FixtureRequest) -> Run:
     engine, _ = request.param
     semantics: RangeSemantics = "prometheus2" if engine == "prometheus" else "victoriametrics"
     out = Run(semantics, {}, {}, {}, {})
-    datasets = {**VARIANTS, "mixed": MIXED}
+    datasets = {**VARIANTS, "mixed": MIXED, "fleet": FLEET}
     for name, slices in datasets.items():
         history = _history(slices)
         out.embedded[name] = _embedded(history, semantics)
@@ -399,3 +430,48 @@ def _zeroed(stats: SliceStats) -> SliceStats:
     assert stats.hourly is not None
     hourly = replace(stats.hourly, activity=(0.0,) * len(stats.hourly.activity))
     return replace(stats, activity_p50=0.0, activity_p95=0.0, activity_max=0.0, hourly=hourly)
+
+
+def test_the_fast_path_reads_clean_counters_natively(run: Run) -> None:
+    """Clean counters take no exact query; the numbers are the exact path's and embedded's.
+
+    Fails if counter slices are routed to the exact queries again (the ledger of the real
+    run counts the slices each route computed), or if a native read differs anywhere.
+    """
+    _assert_equal(run.fast["fleet"], run.exact["fleet"], f"{run.semantics} fast fleet")
+    _assert_equal(run.embedded["fleet"], run.exact["fleet"], f"{run.semantics} embedded fleet")
+    fast = run.runs["fleet-fast"]
+    assert fast.counter_slices == len(NATIVE)
+    assert fast.exact_slices == len(FLEET) - len(NATIVE) - 1  # the gap, the late counter
+    assert fast.fast_slices == len(FLEET) - fast.exact_slices
+    stats = _by_gi(run.fast["fleet"])
+    window = (GRID > START) & (GRID <= END)
+    assert stats[2].activity_p50 == pytest.approx(np.quantile(BURSTS[window], 0.5), abs=1e-9)
+    assert stats[7].activity_max == 1.0  # 1.03 clamped
+    late = TRUTH["busy"][window]  # the gauge before the upgrade, the counter after: the truth
+    assert stats[4].activity_p95 == pytest.approx(np.quantile(late, 0.95), abs=1e-9)
+    # Every variant's clean counter (the busy slice with its reset) is read natively too.
+    assert run.runs["counter-fast"].counter_slices == 1
+    assert run.runs["both-fast"].counter_slices == 1
+    assert run.runs["gauge-fast"].counter_slices == 0
+
+
+def test_native_counter_reads_cost_no_exact_query(run: Run) -> None:
+    """A fleet of clean counters asks as many queries as one without counters (no exact run)."""
+    assert run.runs["fleet-fast"].exact_slices > 0  # the fleet's unclean slices
+    clean = [p for p in FLEET if p.gi in NATIVE]
+    counted: dict[str, int] = {}
+    for name, slices in (("clean", clean), ("gauges", [replace(p, counter=False) for p in clean])):
+        with _client(run.semantics, _history(slices)) as client:
+            fast = remote_slice_stats(client, start=START, end=END, step=STEP, stats="fast")
+            got = list(fast)
+            assert fast.exact_slices == 0, name
+            counted[name] = fast.queries
+            if name == "clean":
+                assert fast.counter_slices == len(clean)
+                exact = list(
+                    remote_slice_stats(client, start=START, end=END, step=STEP, stats="exact")
+                )
+                _assert_equal(got, exact, f"{run.semantics} clean counters")
+    # The same requests: the counter's reads join the gauge's, in the same requests.
+    assert counted["clean"] == counted["gauges"]

@@ -17,9 +17,16 @@ Each slice takes one of three routes (:func:`_route`):
   the quantiles come from the exact path's quantile queries restricted to these slices, and
   the mean of a cell where two activity series meet from its hourly mean at that cell (``@``).
 * **exact**: everything else (NaN or out-of-range samples, a faster scrape than the step, two
-  series of one quantity in one interval, an active-seconds counter, whose per-interval
-  ratios only the exact queries compute, :meth:`.queries.Queries.counter_ratio`): the exact
-  path, restricted to these slices.
+  series of one quantity in one interval, an active-seconds counter the reads cannot settle,
+  :func:`_clean`): the exact path, restricted to these slices.
+
+A slice with an active-seconds counter (issue 24) takes the reads or merge route when its
+counter is clean (:func:`_clean`: one series, a sample in every step interval, a pair within
+the lookback at the first step, no negative or NaN sample): its activity's quantiles,
+maximum and cell means are then the exact path's own subqueries over the counter's ratio,
+evaluated per series at the same steps (:func:`.per_series.counter_ratio`), since the exact
+path reads the counter at every step and the gauge at none. Other counter slices (a gap, a
+counter starting or ending in the window, two counter series) take the exact route.
 
 Counts of step intervals (samples, coverage, allocation, owners, each cell's allocation, the
 newest interval) combine any number of series exactly, through :mod:`.cells`: the exact
@@ -82,6 +89,7 @@ from migscope.analyzer.sources.remote_stats.statistics import (
     identified_chunk_stats,
     quantile,
 )
+from migscope.analyzer.stats import COUNTER_LOOKBACK_SECONDS
 from migscope.analyzer.stats.quality import ACTIVITY_CEILING, Kind, cap, finite
 
 __all__ = ["MAX_RESTRICTION_CHARS", "fast_chunk_stats"]
@@ -186,17 +194,61 @@ def _count(reads: Sequence[Read], grid: Grid, migscope: bool) -> Counted:
     )
 
 
-def _route(reads: Sequence[Read]) -> str:
+def _clean(read: Read, q: Queries, grid: Grid) -> bool:
+    """Whether a counter's per-series reads are the exact path's activity statistics.
+
+    The exact path's value at each step of its ``[W:step]`` subqueries is the counter's
+    ``irate(c[5m])`` where ``count_over_time(c[step])`` (and on VictoriaMetrics
+    ``count_over_time(c[5m]) > 1``) holds, filtered by ``>= 0 < Inf`` and clamped, else the
+    gauge's (:meth:`.queries.Queries.per_interval`). The reads take ``clamp_max(irate)``
+    alone (:func:`.per_series.counter_ratio`): the same values at every step when
+
+    * every step interval of those steps holds a counter sample (every cell full, and the
+      interval ending at the window's start on Prometheus 2): the ``and`` keeps every step;
+    * the first step's ``irate`` range holds two samples (``pair``), and a step is at most
+      half the lookback, so that each later step's range holds its own interval's sample
+      and the one before: every step has a ratio, from the same two samples on both engines
+      (VictoriaMetrics' ``irate`` reaches before its range only with one sample in it), and
+      the gauge is read at none;
+    * no sample those ranges read is negative or NaN (``cmin``, ``csum``): the filter drops
+      nothing (a ratio is then finite and not negative, a reset's increase being the new
+      value).
+    """
+    numbers = read.numbers
+    if 2 * q.step_ms > round(COUNTER_LOOKBACK_SECONDS * 1000):
+        return False
+    if not bool(np.all(read.presence.counts >= grid.per)):
+        return False
+    if q.closed and read.extra < 1:
+        return False
+    if numbers.get("pair", 0.0) < 2 or not numbers.get("cmin", -1.0) >= 0:
+        return False
+    if not math.isfinite(numbers.get("csum", math.nan)):
+        return False
+    wanted = ("cp50", "cp95", "cmax")
+    if not all(math.isfinite(numbers.get(name, math.nan)) for name in wanted):
+        return False
+    return read.hourly is not None and not bool(np.isnan(read.hourly).any())
+
+
+def _counter(reads: Sequence[Read]) -> Read | None:
+    """The slice's active-seconds counter series, when it has exactly one."""
+    counters = [r for r in reads if r.family == COUNTER]
+    return counters[0] if len(counters) == 1 else None
+
+
+def _route(reads: Sequence[Read], q: Queries, grid: Grid) -> str:
     """How a slice's values are read: ``reads``, ``merge`` or ``exact`` (module docstring).
 
     ``exact`` when a sample of its activity or memory is NaN or out of range, a series
     has more than one sample in a step interval, or the slice has an active-seconds counter
-    (its activity is the counter's, :meth:`.queries.Queries.counter_ratio`); ``merge`` when
-    a quantity has several series (their quantiles must be taken over the merged intervals,
-    by the server).
+    that is not clean (:func:`_clean`); ``merge`` when a quantity has several series (their
+    quantiles must be taken over the merged intervals, by the server).
     """
     if any(r.family == COUNTER for r in reads):
-        return "exact"
+        counter = _counter(reads)
+        if counter is None or not _clean(counter, q, grid):
+            return "exact"
     merge = False
     for family in (ACTIVITY, MEMORY):
         mine = [r for r in reads if r.family == family]
@@ -349,7 +401,7 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
     cells(reads, nodes)
     by_slice = reads.by_slice()
     found = suspects(q, nodes, [MIG_ENERGY], measured=False) if migscope else {}
-    routes = {key: _route(mine) for key, mine in by_slice.items()}
+    routes = {key: _route(mine, q, grid) for key, mine in by_slice.items()}
     readable = sorted(key for key, route in routes.items() if route != "exact")
 
     # Cells whose masks some union or newest interval needs, then the masks, then the counts.
@@ -425,6 +477,7 @@ def fast_chunk_stats(q: Queries, nodes: Sequence[str], grid: Grid) -> list[Slice
         out.append(_assemble(q, grid, info, total, mine, counts, values, energy, bad_energy, key))
         q.ledger.fast_slices += 1
         q.ledger.merged_slices += key in server
+        q.ledger.counter_slices += _counter(mine) is not None
     return out
 
 
@@ -457,6 +510,8 @@ def _merged_values(
         family: [k for k, mine in slices.items() if sum(r.family == family for r in mine) > 1]
         for family in (ACTIVITY, MEMORY)
     }
+    # A clean counter's slice reads its activity from the counter, whatever its gauges.
+    several[ACTIVITY] = [k for k in several[ACTIVITY] if _counter(slices[k]) is None]
     asked = [
         ("act_p50", 0.5, ACTIVITY, q.activity, ACTIVITY_CEILING),
         ("act_p95", 0.95, ACTIVITY, q.activity, ACTIVITY_CEILING),
@@ -541,6 +596,7 @@ def _assemble(
     """One settled slice's :class:`SliceStats`, as :func:`.statistics.chunk_stats` builds it."""
     activities = [r for r in reads if r.family == ACTIVITY]
     memories = [r for r in reads if r.family == MEMORY]
+    counter = _counter(reads)  # clean, or the slice would have taken the exact route
 
     def number(family: Sequence[Read], name: str, server: str = "") -> float | None:
         """One series' number, the largest of several series' maxima, or the server's."""
@@ -552,12 +608,23 @@ def _assemble(
 
     expected = max(1, q.window_ms // q.step_ms)
     allocated, owners = allocation(counts.held, counts.owners, counts.seen, counts.covered)
+    act_p50 = number(activities, "p50", "act_p50")
+    act_p95 = number(activities, "p95", "act_p95")
+    act_max = number(activities, "max")
+    if counter is not None:
+        act_p50, act_p95 = counter.numbers["cp50"], counter.numbers["cp95"]
+        act_max = counter.numbers["cmax"]
     hourly = None
     if q.buckets:
         per = grid.per
+        if counter is not None and counter.hourly is not None:
+            means = counter.hourly
+            activity = tuple(None if math.isnan(v) else float(v) for v in means)
+        else:
+            activity = tuple(_cell_mean(activities, merged, h) for h in range(grid.cells))
         hourly = HourlyUse(
             period_seconds=grid.period_ms / 1000.0,
-            activity=tuple(_cell_mean(activities, merged, h) for h in range(grid.cells)),
+            activity=activity,
             allocated=tuple(counts.held_cells[h] / per for h in range(grid.cells)),
         )
     return SliceStats(
@@ -567,9 +634,9 @@ def _assemble(
         samples=counts.samples,
         expected_samples=expected,
         coverage=counts.covered / expected,
-        activity_p50=number(activities, "p50", "act_p50"),
-        activity_p95=number(activities, "p95", "act_p95"),
-        activity_max=number(activities, "max"),
+        activity_p50=act_p50,
+        activity_p95=act_p95,
+        activity_max=act_max,
         memory_peak_bytes=cap(number(memories, "max"), total),
         memory_p95_bytes=cap(number(memories, "p95", "mem_p95"), total),
         memory_total_bytes=total,

@@ -72,6 +72,8 @@ class Ledger:
         fast_slices: Slices whose statistics came from the per-series reads.
         merged_slices: Of those, the slices with several series of one quantity, whose
             quantiles came from the exact queries restricted to them.
+        counter_slices: Of those, the slices whose activity came from their active-seconds
+            counter's per-series reads (issue 24).
         exact_slices: Slices computed with the exact queries (restricted to them, on the
             fast path; all of them on the exact path).
     """
@@ -84,6 +86,7 @@ class Ledger:
     presence_only: int = 0
     fast_slices: int = 0
     merged_slices: int = 0
+    counter_slices: int = 0
     exact_slices: int = 0
 
     def account(self, result: QueryResult[Sample] | QueryResult[Series]) -> None:
@@ -130,6 +133,8 @@ class RemoteSliceStats(Iterator[SliceStats]):
         merged_slices: Of those, the slices with several series of one quantity (a pod
             change under dcgm-exporter, a restarted exporter): their quantiles came from the
             exact queries, restricted to them.
+        counter_slices: Of those, the slices whose activity came from their active-seconds
+            counter's per-series reads (issue 24).
         exact_slices: Slices computed with the exact queries: every slice on the exact path,
             on the fast path the ones its reads could not settle (several series of one
             quantity, NaN or out-of-range samples, more than one sample per step).
@@ -178,6 +183,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
     queries: int = 0
     fast_slices: int = 0
     merged_slices: int = 0
+    counter_slices: int = 0
     exact_slices: int = 0
     server_eval_seconds: float | None = 0.0
     queryable_samples: int | None = 0
@@ -249,4 +255,5 @@ class RemoteSliceStats(Iterator[SliceStats]):
         self.presence_only += ledger.presence_only
         self.fast_slices += ledger.fast_slices
         self.merged_slices += ledger.merged_slices
+        self.counter_slices += ledger.counter_slices
         self.exact_slices += ledger.exact_slices
