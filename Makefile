@@ -56,8 +56,10 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
+# One pytest worker per core (pytest-xdist), each test file whole on one worker so that a
+# file's module and session fixtures (a Prometheus, the wheelhouse) start once.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 clean:
 	rm -rf $(VENV) $(DIST) .mypy_cache .ruff_cache .pytest_cache .hypothesis
