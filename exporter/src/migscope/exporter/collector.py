@@ -301,6 +301,19 @@ class SnapshotCollector:
         self._rendered = (inputs, body)
         return body
 
+    def cached_text(self) -> bytes | None:
+        """What :meth:`render_text` would return now, if that needs no render; else None.
+
+        Never renders: reads the same inputs and compares them with those of the last render.
+        The HTTP server's intake thread calls it to answer a scrape without a worker (see
+        :mod:`migscope.exporter.http.fastpath`); a None sends the scrape to a worker, which
+        renders.
+        """
+        cached = self._rendered
+        if cached is None:
+            return None
+        return cached[1] if _same_inputs(cached[0], self._inputs()) else None
+
     def _inputs(self) -> _Inputs:
         """The latest snapshot, owner map (DRA holders merged) and extra statuses."""
         snap = self._snapshot()

@@ -336,6 +336,7 @@ def serve(settings: ExporterSettings) -> int:
         version=_version(),
         max_concurrent_scrapes=settings.max_concurrent_scrapes,
         render_text=exporter.collector.render_text,
+        cached_text=exporter.collector.cached_text,
     )
     server = ExporterServer(app, listen=settings.listen, web_config=web)
     exporter.start()

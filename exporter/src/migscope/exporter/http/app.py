@@ -69,6 +69,7 @@ class ExporterApp:
         max_concurrent_scrapes: int = 4,
         scrape_wait_seconds: float = 1.0,
         render_text: Callable[[], bytes] | None = None,
+        cached_text: Callable[[], bytes | None] | None = None,
     ) -> None:
         """Build the application.
 
@@ -79,6 +80,9 @@ class ExporterApp:
                 0.0.4 (the exporter's ``SnapshotCollector.render_text``). When given it
                 serves every scrape that accepts that format (Prometheus always does) and
                 does not filter by ``name[]``; other requests use the registry.
+            cached_text: What ``render_text`` would return now if that needs no render,
+                else None; never renders (the exporter's ``SnapshotCollector.cached_text``).
+                Lets :meth:`cached_metrics` answer from the server's intake thread.
             health: Called for each ``/healthz`` request; must be cheap and must not block.
             name: Shown on the landing page.
             version: Shown on the landing page next to the name.
@@ -91,7 +95,9 @@ class ExporterApp:
             raise ValueError(f"scrape_wait_seconds must be >= 0, got {scrape_wait_seconds}")
         self._metrics = make_wsgi_app(registry)
         self._render_text = render_text
+        self._cached_text = cached_text
         self._gzip_cache: tuple[bytes | None, bytes] = (None, b"")
+        self._gzip_verdict: tuple[str | None, bool] = (None, False)  # last Accept-Encoding
         self._health = health
         self._slots = threading.BoundedSemaphore(max_concurrent_scrapes)
         self._wait = scrape_wait_seconds
@@ -158,12 +164,45 @@ class ExporterApp:
     def _render(self, environ: WSGIEnvironment) -> tuple[str, _Headers, bytes]:
         if self._render_text is not None and _fast_path_ok(environ):
             body = self._render_text()
-            headers = [("Content-Type", _TEXT_FORMAT)]
-            if gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING")):
+            zipped = gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING"))
+            if zipped:
                 body = self._gzipped(body)
-                headers.append(("Content-Encoding", "gzip"))
-            return "200 OK", headers, body
+            return "200 OK", _text_headers(gzipped=zipped), body
         return self._render_registry(environ)
+
+    def cached_metrics(
+        self, *, query: str, accept: str | None, accept_encoding: str | None
+    ) -> tuple[str, _Headers, bytes] | None:
+        """``GET /metrics``'s answer when it is already made; None if it needs work.
+
+        The status, headers (``Content-Length`` included) and body that :meth:`__call__`
+        answers a ``GET /metrics`` with this query and these header values, when the text
+        body of the current snapshot is already rendered (and gzipped, if gzip is wanted);
+        None when answering needs a render, a compression, the registry (``name[]``,
+        OpenMetrics) or no ``cached_text`` was given. Never renders or compresses, so the
+        server's intake thread may call it. It takes no scrape slot: the slots bound
+        renders, and this is not one (under a flood of renders, a scrape the cache answers
+        still gets 200 rather than waiting for a slot).
+        """
+        if self._cached_text is None or self._render_text is None:
+            return None
+        if not _fast_path_ok({"QUERY_STRING": query, "HTTP_ACCEPT": accept or ""}):
+            return None
+        body = self._cached_text()
+        if body is None:
+            return None
+        seen, zipped = self._gzip_verdict
+        if accept_encoding != seen:
+            zipped = gzip_wanted(accept_encoding)
+            self._gzip_verdict = (accept_encoding, zipped)
+        if zipped:
+            source, compressed = self._gzip_cache
+            if source is not body:
+                return None
+            body = compressed
+        headers = _text_headers(gzipped=zipped)
+        headers.append(("Content-Length", str(len(body))))
+        return "200 OK", headers, body
 
     def _gzipped(self, body: bytes) -> bytes:
         """``body`` gzipped, compressed once per body object (the renderer reuses it).
@@ -213,6 +252,16 @@ class ExporterApp:
 
 
 _TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _text_headers(*, gzipped: bool) -> _Headers:
+    """The text format's headers, before ``Content-Length`` (both paths use these)."""
+    headers = [("Content-Type", _TEXT_FORMAT)]
+    if gzipped:
+        headers.append(("Content-Encoding", "gzip"))
+    return headers
+
+
 _QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
 
 
@@ -306,7 +355,11 @@ class HeadersMiddleware:
             | tuple[None, None, None]
             | None = None,
         ) -> Callable[[bytes], object]:
-            kept = [(k, v) for k, v in headers if k.lower() not in self._names]
-            return start_response(status, kept + self._headers, exc_info)
+            return start_response(status, self.apply(headers), exc_info)
 
         return self._app(environ, start)
+
+    def apply(self, headers: Iterable[tuple[str, str]]) -> _Headers:
+        """``headers`` as this middleware passes them on: its own replace same-named ones."""
+        kept = [(k, v) for k, v in headers if k.lower() not in self._names]
+        return kept + self._headers

@@ -58,6 +58,9 @@ class RequestFrame:
         """Offset just past the empty line that ends the head, once seen."""
         self.expect_continue = False
         """The head asked for ``100 Continue`` before it sends its body."""
+        self.fields: dict[bytes, bytes] | None = None
+        """The head's header fields as the worker will read them, once the head has ended
+        (None if the worker will refuse them)."""
 
     def ready(self, buf: bytes | bytearray) -> bool:
         """Whether ``buf`` holds the whole request, or enough for cheroot's error answer."""
@@ -93,6 +96,7 @@ class RequestFrame:
             length = int(fields.get(b"Content-Length", 0))
         except ValueError:
             return self.head_end  # cheroot answers 400 from the head alone
+        self.fields = fields
         if length <= 0 or length > self._max_body:
             return self.head_end  # no body to drain, or 413 without reading it
         self.expect_continue = fields.get(b"Expect", b"") == b"100-continue"

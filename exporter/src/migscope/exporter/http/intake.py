@@ -22,6 +22,12 @@ keep-alive count that refuses rather than sheds), so :class:`Intake` adds them:
 * **A connection limit that sheds.** Past ``max_connections``, a new connection closes the
   one idle the longest (else the oldest still sending), so a flood of idle sockets costs the
   attacker its oldest sockets instead of refusing new scrapes.
+* **Made answers sent from here.** A complete plain ``GET /metrics`` whose answer is already
+  made (:mod:`.fastpath`: the rendered body of the current snapshot, no auth) is answered by
+  this thread with non-blocking sends, without a worker; a client that stops reading is
+  dropped after the socket timeout without progress, and holds one of the
+  ``max_connections`` meanwhile. The connection then waits here for its next request (or is
+  closed, as cheroot would).
 
 Everything here runs in the intake thread except :meth:`Intake.add`, which any thread may
 call; the thread never blocks on a client, so one slow client cannot delay another.
@@ -34,14 +40,16 @@ import contextlib
 import logging
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from migscope.exporter.http.clientlog import Throttle, log_reason, peer
+from migscope.exporter.http.framing import RequestFrame
 from migscope.exporter.http.limits import ConnectionLimits
-from migscope.exporter.http.pending import Pending, Phase, RequestRules, Step
+from migscope.exporter.http.pending import Answer, Pending, Phase, RequestRules, Step
 
 __all__ = ["Intake"]
 
@@ -63,6 +71,7 @@ _PROBLEMS = {  # what each log throttle counts
     "plain": "plain HTTP requests to the HTTPS port",
     "shed": "connections closed at the connection limit",
     "busy": "connections dropped with every worker busy",
+    "stalled": "responses dropped with the client not reading",
     "error": "intake errors",
 }
 
@@ -80,6 +89,10 @@ class Intake:
         max_head: The server's request line plus headers limit, in bytes.
         max_body: The server's request body limit, in bytes.
         throttles: The server's other log throttles, flushed with the intake's own.
+        answer: Returns the response to a complete request whose answer is already made
+            (``CachedMetrics.answer``: the request's bytes and frame), or None to hand it
+            to a worker; called in the intake thread, so it must never block. None: every
+            request goes to a worker.
     """
 
     def __init__(
@@ -91,8 +104,10 @@ class Intake:
         max_head: int,
         max_body: int,
         throttles: Iterable[Throttle] = (),
+        answer: Callable[[bytearray, RequestFrame], Answer | None] | None = None,
     ) -> None:
         self._dispatch = dispatch
+        self._answer = answer
         self._limits = limits
         self._idle_timeout = idle_timeout
         self._rules = RequestRules(limits, idle_timeout, max_head, max_body)
@@ -217,7 +232,7 @@ class Intake:
         if pending.buf:
             frame = pending.start_request(pending.since, len(pending.buf))
             if frame.ready(pending.buf):
-                self._hand_over(pending)
+                self._complete(pending)
                 return
         self._follow(pending, pending.read())
 
@@ -239,7 +254,12 @@ class Intake:
         if self._held.get(pending.fd) is not pending:
             return  # closed earlier in this turn
         self._held.move_to_end(pending.fd)  # most recently active last
-        step = pending.handshake() if pending.phase is Phase.HANDSHAKE else pending.read()
+        if pending.phase is Phase.ANSWER:
+            step = pending.write()
+        elif pending.phase is Phase.HANDSHAKE:
+            step = pending.handshake()
+        else:
+            step = pending.read()
         self._follow(pending, step)
 
     def _follow(self, pending: Pending, step: Step) -> None:
@@ -249,7 +269,9 @@ class Intake:
         elif step is Step.WANT_WRITE:
             self._watch(pending, _WRITE)
         elif step is Step.COMPLETE:
-            self._hand_over(pending)
+            self._complete(pending)
+        elif step is Step.SENT:
+            self._sent(pending)
         else:
             if step is Step.FAILED:
                 self._log_failed_handshake(pending)
@@ -262,6 +284,32 @@ class Intake:
         else:
             reason = log_reason(exc) if exc is not None else "unknown"
             self._warn["failed"].warn("TLS handshake with %s failed: %s", who, reason)
+
+    def _complete(self, pending: Pending) -> None:
+        """The request is whole: answer it here if its answer is made, else hand it over."""
+        answer = self._made_answer(pending)
+        if answer is None:
+            self._hand_over(pending)
+            return
+        pending.start_answer(answer, time.monotonic())
+        self._follow(pending, pending.write())
+
+    def _made_answer(self, pending: Pending) -> Answer | None:
+        if self._answer is None or pending.frame is None or isinstance(pending.sock, ssl.SSLSocket):
+            return None
+        try:
+            return self._answer(pending.buf, pending.frame)
+        except Exception as exc:  # a bug here costs the fast path, not the request
+            self._warn["error"].warn("answering from the intake failed: %s", log_reason(exc))
+            return None
+
+    def _sent(self, pending: Pending) -> None:
+        """A response went out from here: close, or wait for the next request."""
+        if pending.answer is not None and pending.answer.close:
+            self._drop(pending)
+            return
+        pending.to_idle(time.monotonic())
+        self._watch(pending, _READ)  # a request already here makes it readable at once
 
     def _hand_over(self, pending: Pending) -> None:
         """The request is whole: replay it to cheroot and queue the connection for a worker."""
@@ -307,6 +355,12 @@ class Intake:
         elif pending.phase is Phase.QUEUED:
             self._warn["busy"].warn(
                 "dropped a connection from %s: all workers busy and the queue is full", who
+            )
+        elif pending.phase is Phase.ANSWER:
+            self._warn["stalled"].warn(
+                "dropped the connection from %s: it read nothing of its response for %g s",
+                who,
+                self._idle_timeout,
             )
         elif pending.phase is Phase.HANDSHAKE and pending.heard:
             self._warn["handshake"].warn(

@@ -1,11 +1,13 @@
-"""One connection in the intake: its non-blocking TLS handshake and reads, step by step.
+"""One connection in the intake: its non-blocking TLS handshake, reads and writes, step by step.
 
 :class:`Pending` is what :mod:`.intake` keeps per connection until the connection's request
 is whole: where it stands (:class:`Phase`), the bytes of the request so far with their
-:class:`.framing.RequestFrame` and :class:`.reader.RequestClock`. Its :meth:`Pending.handshake`
-and :meth:`Pending.read` never block; each returns a :class:`Step` telling the intake what to
-do next (wait for the socket, hand the connection to a worker, close it), so the intake's
-loop stays about scheduling, deadlines and limits.
+:class:`.framing.RequestFrame` and :class:`.reader.RequestClock`, and, when the intake answers
+the request itself (:mod:`.fastpath`), the response still to send. Its
+:meth:`Pending.handshake`, :meth:`Pending.read` and :meth:`Pending.write` never block; each
+returns a :class:`Step` telling the intake what to do next (wait for the socket, hand the
+connection to a worker, close it), so the intake's loop stays about scheduling, deadlines and
+limits.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from migscope.exporter.http.framing import RequestFrame
 from migscope.exporter.http.limits import ConnectionLimits
 from migscope.exporter.http.reader import RequestClock
 
-__all__ = ["Pending", "Phase", "RequestRules", "Step"]
+__all__ = ["Answer", "Pending", "Phase", "RequestRules", "Step"]
 
 _log = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ class Phase(enum.Enum):
     IDLE = "idle"  # waiting for the first byte of a request
     REQUEST = "request"  # a request has started arriving
     QUEUED = "queued"  # complete, waiting for room in the workers' queue
+    ANSWER = "answer"  # the intake is sending the response (see .fastpath)
 
 
 class Step(enum.Enum):
@@ -47,8 +50,18 @@ class Step(enum.Enum):
     WANT_READ = "wait until readable"
     WANT_WRITE = "wait until writable"
     COMPLETE = "hand over to a worker"
+    SENT = "response sent"  # by the intake: keep the connection or close it
     CLOSED = "close quietly"  # the client left, or a probe
     FAILED = "close and log"  # see Pending.failure
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response the intake sends itself (see :mod:`.fastpath`): head, body, then close?"""
+
+    head: bytes
+    body: bytes
+    close: bool
 
 
 @dataclass(frozen=True)
@@ -65,8 +78,8 @@ class Pending:
     """One connection in the intake (see the module docstring)."""
 
     __slots__ = (
-        "buf", "clock", "conn", "events", "failure", "fd", "frame", "heard", "phase",
-        "rules", "since", "sock",
+        "answer", "buf", "clock", "conn", "events", "failure", "fd", "frame", "heard", "out",
+        "phase", "rules", "since", "sock",
     )  # fmt: skip
 
     def __init__(self, conn: Any, rules: RequestRules, now: float) -> None:
@@ -84,6 +97,8 @@ class Pending:
         self.buf = bytearray()
         self.frame: RequestFrame | None = None
         self.clock: RequestClock | None = None
+        self.answer: Answer | None = None  # the response being sent (phase ANSWER)
+        self.out: list[memoryview] = []  # what of it is still to send
 
     @property
     def idle(self) -> bool:
@@ -95,7 +110,7 @@ class Pending:
         limits = self.rules.limits
         if self.phase is Phase.HANDSHAKE:
             return self.since + limits.handshake_timeout
-        if self.phase is Phase.IDLE:
+        if self.phase in (Phase.IDLE, Phase.ANSWER):  # ANSWER: since the last progress
             return self.since + self.rules.silence
         assert self.clock is not None
         return self.clock.deadline()
@@ -159,6 +174,42 @@ class Pending:
                 if not self.send(_CONTINUE):
                     return Step.CLOSED
                 self.conn.continue_sent = True  # cheroot must not send a second one
+
+    def start_answer(self, answer: Answer, now: float) -> None:
+        """Send ``answer`` from here on, with :meth:`write`."""
+        self.phase, self.since = Phase.ANSWER, now
+        self.answer = answer
+        self.out = [memoryview(part) for part in (answer.head, answer.body) if part]
+        self.buf, self.frame, self.clock = bytearray(), None, None
+
+    def write(self) -> Step:
+        """Send what the socket takes of the response; SENT once it has all gone.
+
+        Each send that makes progress restarts the silence limit, as a worker's socket
+        timeout applies to each of its writes.
+        """
+        while self.out:
+            try:
+                sent = self.sock.sendmsg(self.out)
+            except BlockingIOError:
+                return Step.WANT_WRITE
+            except OSError as exc:
+                _log.debug("%s: connection lost: %s", peer(self.conn), log_reason(exc))
+                return Step.CLOSED
+            self.since = time.monotonic()
+            while sent and self.out:
+                first = self.out[0]
+                if sent < len(first):
+                    self.out[0] = first[sent:]
+                    break
+                sent -= len(first)
+                self.out.pop(0)
+        return Step.SENT
+
+    def to_idle(self, now: float) -> None:
+        """Wait for the connection's next request (after the intake answered one)."""
+        self.phase, self.since = Phase.IDLE, now
+        self.answer, self.out = None, []
 
     def discard_input(self) -> None:
         """Read and drop what the client sent since the last read (at most a few chunks).

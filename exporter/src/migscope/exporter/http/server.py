@@ -12,6 +12,10 @@ pod on the node network can reach, so :class:`ExporterServer` changes them:
   (:class:`.limits.ConnectionLimits`); only then does a worker get it.
 * **The TLS handshake runs in the intake, not in the accept loop.** cheroot performs it in
   the thread that accepts connections, where one silent client stops all new connections.
+* **Made answers skip the workers.** A plain ``GET /metrics`` whose answer the
+  application has already made (text body of the current snapshot, rendered and gzipped
+  once) is sent by the intake itself, byte for byte what a worker would send
+  (:mod:`.fastpath`); only without basic auth, and only over plain HTTP.
 * **Limits.** Request headers are capped (16 KiB by default; cheroot's default is
   unlimited), the queue of complete requests waiting for a worker is bounded, the
   connections waiting for a request are bounded by shedding the one idle the longest, and
@@ -39,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import bcrypt
 from cheroot import wsgi
 
-from migscope.exporter.http.app import HeadersMiddleware
+from migscope.exporter.http.app import ExporterApp, HeadersMiddleware
 from migscope.exporter.http.auth import (
     DEFAULT_PUBLIC_PATHS,
     BasicAuthChecker,
@@ -48,6 +52,7 @@ from migscope.exporter.http.auth import (
 )
 from migscope.exporter.http.clientlog import Throttle, log_reason
 from migscope.exporter.http.connection import Connection, TLSAdapter
+from migscope.exporter.http.fastpath import CachedMetrics
 from migscope.exporter.http.intake import Intake
 from migscope.exporter.http.limits import DEFAULT_LIMITS, ConnectionLimits
 from migscope.exporter.http.webconfig import WebConfig
@@ -226,6 +231,7 @@ class ExporterServer:
         queue_size: int | None = None,
         backlog: int = 128,
         limits: ConnectionLimits = DEFAULT_LIMITS,
+        fast_path: bool = True,
     ) -> None:
         """Configure the server; nothing is bound until :meth:`start`.
 
@@ -246,6 +252,10 @@ class ExporterServer:
             backlog: The kernel's queue of not yet accepted connections.
             limits: Deadlines, minimum rate and connection limit for connections whose
                 request has not fully arrived (see :class:`.limits.ConnectionLimits`).
+            fast_path: Let the intake thread answer plain ``GET /metrics`` requests whose
+                answer ``app`` (an :class:`.ExporterApp`) has already made (see
+                :mod:`.fastpath`); never with basic auth. False: every request goes to a
+                worker (tests compare the two).
         """
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
@@ -254,6 +264,13 @@ class ExporterServer:
         self._web_config = web_config
         self._ssl_context = web_config.ssl_context() if web_config is not None else None
         self._app = protect(app, web_config=web_config, public_paths=public_paths)
+        self._made = (
+            app
+            if fast_path
+            and isinstance(app, ExporterApp)
+            and not (web_config is not None and web_config.users)
+            else None
+        )
         self._threads = threads
         self._socket_timeout = socket_timeout
         self._shutdown_timeout = shutdown_timeout
@@ -262,6 +279,8 @@ class ExporterServer:
         self._backlog = backlog
         self._limits = limits
         self._server: _Server | None = None
+        self.cached_metrics: CachedMetrics | None = None
+        """What answers made ``/metrics`` answers in the intake (None: no fast path)."""
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
         self._lock = threading.Lock()
@@ -320,6 +339,8 @@ class ExporterServer:
                 "max_head": self._max_header_bytes,
                 "max_body": _MAX_BODY_BYTES,
             }
+            if self._made is not None:
+                server.intake_settings["answer"] = self._cached_metrics(server).answer
             if self._ssl_context is not None:
                 server.ssl_adapter = TLSAdapter(self._ssl_context)
             try:
@@ -340,6 +361,20 @@ class ExporterServer:
             "on" if self._ssl_context is not None else "off",
             "on" if self._web_config is not None and self._web_config.users else "off",
         )
+
+    def _cached_metrics(self, server: _Server) -> CachedMetrics:
+        """The intake's answerer for made ``/metrics`` answers, with cheroot's settings."""
+        assert self._made is not None
+        extra = self._web_config.headers if self._web_config is not None else None
+        self.cached_metrics = CachedMetrics(
+            self._made,
+            headers=HeadersMiddleware(self._made, headers=extra) if extra else None,
+            server_name=server.server_name,
+            protocol=server.protocol,
+            keepalive_timeout=server.timeout,
+            can_keep_alive=lambda: bool(server.can_add_keepalive_connection),
+        )
+        return self.cached_metrics
 
     @staticmethod
     def _serve(server: _Server) -> None:
