@@ -87,6 +87,22 @@ def test_layout_changed_underneath(stale_error: str, expected: type[Exception]) 
     ]
 
 
+def test_pod_assignments_are_the_same_object_until_the_layout_changes() -> None:
+    """The exporter's render cache knows owners unchanged by identity (issue 24): the node
+    answers with the same tuple while nothing changed, and a new one after a re-partition."""
+    sim, nvml = started(MIXED)
+    node = sim.node("node-a")
+    nvml.faults.change_layout(0, NEW_LAYOUT, at=600.0)
+    first = node.pod_assignments()
+    sim.clock.advance(599.0)
+    assert node.pod_assignments() is first
+    sim.clock.advance(1.0)
+    after = node.pod_assignments()
+    assert after is not first
+    assert [p.pod for p in after] == ["new-3g"]
+    assert node.pod_assignments() is after
+
+
 def test_energy_stays_monotonic_across_a_layout_change() -> None:
     """The energy counter integrates every instance over its life, so a re-partition
     neither rewinds nor jumps it; power follows the new layout."""

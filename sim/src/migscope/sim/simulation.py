@@ -59,6 +59,7 @@ class SimNode:
         self.name = name
         self.gpus = tuple(gpus)
         self.nvml = nvml
+        self._held: tuple[tuple[object, ...], tuple[PodAssignment, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"SimNode({self.name!r}, gpus={len(self.gpus)})"
@@ -137,23 +138,40 @@ class SimNode:
             raise ValueError(f"node {self.name} has no GPU {index} (it has {len(self.gpus)})")
         return self.gpus[index]
 
-    def pod_assignments(self, t: float | None = None) -> list[PodAssignment]:
-        """Devices held by pods at ``t`` (default: now); a re-partition changes them."""
+    def pod_assignments(self, t: float | None = None) -> tuple[PodAssignment, ...]:
+        """Devices held by pods at ``t`` (default: now); a re-partition changes them.
+
+        The same tuple object comes back until what it is made of changes (a GPU's layout
+        segment, MIG mode, or an owner): the exporter asks on every scrape, and its render
+        cache compares the owners by identity first (a real kubelet watcher also answers with
+        the same map until it refreshes).
+        """
         when = self.nvml.clock.elapsed() if t is None else t
-        out: list[PodAssignment] = []
+        held: list[tuple[str, Any, str]] = []
+        key: list[object] = []
         for gpu in self.gpus:
             if gpu.mig_enabled:
-                held = [(i.uuid, i.owner, i.profile.resource_name) for i in gpu.instances_at(when)]
+                instances = gpu.instances_at(when)
+                key.append(instances)
+                key.extend(i.owner for i in instances)
+                held.extend((i.uuid, i.owner, i.profile.resource_name) for i in instances)
             else:
-                held = [(gpu.uuid, gpu.owner, "nvidia.com/gpu")]
-            for device_id, owner, resource in held:
-                if owner is not None:
-                    out.append(
-                        PodAssignment(
-                            device_id, owner.namespace, owner.pod, owner.container, resource
-                        )
-                    )
+                key.extend((None, gpu.owner))
+                held.append((gpu.uuid, gpu.owner, "nvidia.com/gpu"))
+        if self._held is not None and _same(self._held[0], key):
+            return self._held[1]
+        out = tuple(
+            PodAssignment(device_id, owner.namespace, owner.pod, owner.container, resource)
+            for device_id, owner, resource in held
+            if owner is not None
+        )
+        self._held = (tuple(key), out)
         return out
+
+
+def _same(before: Sequence[object], now: Sequence[object]) -> bool:
+    """Whether two keys hold the very same objects, in order."""
+    return len(before) == len(now) and all(a is b for a, b in zip(before, now, strict=True))
 
 
 class Simulation:
