@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, cast, get_args
 
 import click
 
-from migscope.analyzer.options import (
+from migscope.analyzer import (
     DEFAULT_HEADROOM,
     DEFAULT_OBJECTIVE,
     DEFAULT_STEP_SECONDS,
@@ -53,10 +53,8 @@ from migscope.cli.server_access import ServerAccess, server_access_options
 from migscope.cli.summary import summary_lines
 
 if TYPE_CHECKING:
-    from migscope.analyzer.report import Format, ReportExtras
-    from migscope.analyzer.result import AnalysisResult
-    from migscope.analyzer.sources.remote_stats.result import StatsMode
-    from migscope.core.spec.v1 import ReportV1
+    from migscope.analyzer import AnalysisResult, Format, ReportExtras, StatsMode
+    from migscope.core import ReportV1
 
 __all__ = ["analyze_command", "parse_window", "write_outputs"]
 
@@ -226,7 +224,7 @@ def analyze_command(
     Exactly one of --source, --simulate or --prometheus. With --out, writes report.json,
     report.md, slices.csv, report.html, mig-parted-config.yaml and node-plan.json there.
     """
-    from migscope.analyzer.run import run
+    from migscope.analyzer import run
 
     if apply and simulate is not None:
         raise InvalidInput(
@@ -296,9 +294,7 @@ def _report_extras(
     previous_reports: str | None, grafana_url: str | None, out_dir: str | None
 ) -> ReportExtras:
     """The trend and the Grafana address, checked before the analysis runs (fail fast)."""
-    from migscope.analyzer.report import ReportExtras
-    from migscope.analyzer.report.grafana import normalise_base_url
-    from migscope.analyzer.report.trend import read_trend
+    from migscope.analyzer import ReportExtras, normalise_base_url, read_trend
 
     if grafana_url is not None:
         grafana_url = normalise_base_url(grafana_url)
@@ -322,7 +318,7 @@ def write_outputs(
     Returns:
         The report every file was written from (built once: at fleet scale it is not cheap).
     """
-    from migscope.analyzer.report import build_report, write_report, write_reports
+    from migscope.analyzer import build_report, write_report, write_reports
 
     report = build_report(result, extras)
     if out_dir is not None:
@@ -347,10 +343,9 @@ def _apply(report: ReportV1, *, kubeconfig: str | None, drain: bool) -> None:
     plan from simulated data nor older than a day. The applier reads the report as
     ``report.json`` has it (:func:`~migscope.core.spec.v1.report_json`).
     """
-    from migscope.applier.plan import plan_from_report
-    from migscope.applier.settings import ApplySettings
+    from migscope.applier import ApplySettings, plan_from_report
     from migscope.cli.apply_cmd import run_apply
-    from migscope.core.spec.v1 import report_json
+    from migscope.core import report_json
 
     plan = plan_from_report(report_json(report), "the analysis")
     settings = ApplySettings(apply=True, drain=drain)

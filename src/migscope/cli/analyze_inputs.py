@@ -24,11 +24,8 @@ from migscope.cli.progress import ProgressLog
 from migscope.cli.server_access import ServerAccess
 
 if TYPE_CHECKING:
-    from migscope.analyzer.policy import Policy
-    from migscope.analyzer.sources.base import Source
-    from migscope.analyzer.sources.remote_stats.result import StatsMode
-    from migscope.analyzer.workloads import OwnerLookup, PodOwners
-    from migscope.core.migparted import MigPartedConfig
+    from migscope.analyzer import OwnerLookup, PodOwners, Policy, Source, StatsMode
+    from migscope.core import MigPartedConfig
 
 __all__ = [
     "PendingMode",
@@ -104,7 +101,7 @@ def server_status(source: Source) -> Callable[[], str] | None:
 
     None for sources that read no server (a file, the simulator): they have nothing to add.
     """
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.analyzer import PrometheusSource
 
     if not isinstance(source, PrometheusSource):
         return None
@@ -151,11 +148,13 @@ def choose_source(
         InvalidInput: none or several named, ``--prometheus-embedded`` with a server, server
             access flags without a server, or options the client refuses.
     """
-    from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
-    from migscope.analyzer.sources.file import FileSource
-    from migscope.analyzer.sources.prometheus import PrometheusClient
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
-    from migscope.analyzer.sources.simulation import SimulationSource
+    from migscope.analyzer import (
+        EmbeddedPrometheusSource,
+        FileSource,
+        PrometheusClient,
+        PrometheusSource,
+        SimulationSource,
+    )
 
     if access is None:
         access = ServerAccess(bearer_token_file=bearer_token_file)
@@ -213,7 +212,7 @@ def read_policy(path: str | None) -> Policy:
     Raises:
         InvalidInput: unreadable (the policy's own errors are UserErrors already).
     """
-    from migscope.analyzer.policy import load_policy
+    from migscope.analyzer import load_policy
 
     try:
         return load_policy(path)
@@ -255,7 +254,7 @@ def read_pending(
     ``on`` (or a ``kubeconfig`` given) turns every failure into an InvalidInput; ``auto``
     turns it into a note, because a report without pending pods is still worth having.
     """
-    from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
+    from migscope.analyzer import list_pending_pods, pending_demand
     from migscope.kube import Kube, KubeError, api_client
 
     if mode == "off":
@@ -282,9 +281,13 @@ def owner_lookup(
     ``--prometheus``, pods the cluster did not answer for are looked up in
     ``kube_pod_owner``. None when neither is at hand: owners are guessed from pod names.
     """
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
-    from migscope.analyzer.sources.workload_owners import cluster_owners, kube_state_metrics_owners
-    from migscope.analyzer.workloads import PodOwners, merge_owners
+    from migscope.analyzer import (
+        PodOwners,
+        PrometheusSource,
+        cluster_owners,
+        kube_state_metrics_owners,
+        merge_owners,
+    )
     from migscope.kube import Kube, KubeError, api_client
 
     server = source.client if isinstance(source, PrometheusSource) else None
@@ -346,7 +349,7 @@ def load_what_if_config(path: str | None) -> MigPartedConfig | None:
     Raises:
         InvalidInput: unreadable (a bad config is a ConfigError, a UserError, naming the file).
     """
-    from migscope.core.migparted import parse_config
+    from migscope.core import parse_config
 
     if path is None:
         return None

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from migscope.applier.settings import DEFAULT_MAX_PLAN_AGE_S, ApplySettings
+from migscope.applier import DEFAULT_MAX_PLAN_AGE_S, ApplySettings
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import Duration, chosen_format, deprecated_alias, format_option, seconds
 
 if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
-    from migscope.applier.plan import ApplyPlan
+    from migscope.applier import ApplyPlan
 
 __all__ = ["apply_command", "parse_max_plan_age", "run_apply"]
 
@@ -49,7 +49,7 @@ def parse_max_plan_age(text: str) -> float | None:
     Raises:
         InvalidInput: not a duration (90m, 24h, 7d, 1d12h).
     """
-    from migscope.core.durations import parse_duration
+    from migscope.core import parse_duration
 
     value = text.strip()
     try:
@@ -79,9 +79,7 @@ def run_apply(
         InvalidInput: a plan ``--apply`` refuses (before the cluster is contacted), the API
             unreachable, another applier active.
     """
-    from migscope.applier.applier import Applier, ClusterRefused, LeaseLost
-    from migscope.applier.lease import LeaseHeld
-    from migscope.applier.plan import PlanRefused
+    from migscope.applier import Applier, ClusterRefused, LeaseHeld, LeaseLost, PlanRefused
     from migscope.kube import ApiError, Kube, KubeError, api_client
 
     why = plan.refusal(
@@ -230,8 +228,7 @@ def apply_command(
     output: str | None,
 ) -> None:
     """Apply a plan's MIG layouts through the MIG Manager label workflow (dry run by default)."""
-    from migscope.applier.plan import load_plan
-    from migscope.applier.settings import parse_window_spec
+    from migscope.applier import load_plan, parse_window_spec
 
     max_age_s = parse_max_plan_age(max_plan_age)
     try:

@@ -29,8 +29,7 @@ from migscope.cli.gpu_table import (
     table_model,
 )
 from migscope.cli.params import chosen_format, format_option
-from migscope.core.drivers import DriverVersion
-from migscope.core.profile_table import Difference, compare
+from migscope.core import Difference, DriverVersion, compare
 
 __all__ = ["check"]
 

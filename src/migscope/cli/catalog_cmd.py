@@ -16,8 +16,16 @@ import click
 from migscope.cli.catalog_check import check
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import chosen_format, format_option
-from migscope.core.catalogue import CatalogueError, GpuModel, all_models, find_model
-from migscope.core.layout import Layout, is_valid, maximal_layouts, valid_layouts
+from migscope.core import (
+    CatalogueError,
+    GpuModel,
+    Layout,
+    all_models,
+    find_model,
+    is_valid,
+    maximal_layouts,
+    valid_layouts,
+)
 
 __all__ = ["catalog", "model_json", "profile_rows", "show"]
 

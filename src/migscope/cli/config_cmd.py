@@ -32,12 +32,16 @@ from migscope.cli.gpu_table import (
     table_model,
 )
 from migscope.cli.params import chosen_format, format_option
-from migscope.core.catalogue import GpuModel
-from migscope.core.drivers import DriverVersion
-from migscope.core.profile_table import ProfileTableError, identify_model, model_from_table
+from migscope.core import (
+    DriverVersion,
+    GpuModel,
+    ProfileTableError,
+    identify_model,
+    model_from_table,
+)
 
 if TYPE_CHECKING:
-    from migscope.core.migparted import ConfigCheck, ConfigError, ConfigReport, ConfigSource
+    from migscope.core import ConfigCheck, ConfigError, ConfigReport, ConfigSource
 
 __all__ = ["validate_config"]
 
@@ -82,7 +86,7 @@ def validate_config(
     only are counted and named. --gpu-table TABLE checks for the GPU whose profile table
     TABLE holds (its model from --gpu, else from the table).
     """
-    from migscope.core.migparted import ConfigError, check_config, read_config_sources
+    from migscope.core import ConfigError, check_config, read_config_sources
 
     output = chosen_format(format_, output, "text")
     driver = parse_driver(driver_text)
@@ -164,7 +168,7 @@ def _print_text(file: str, source: ConfigSource, report: ConfigCheck, table: _Ta
 
     A note's evidence (the source of a driver-dependent name) is printed once per source.
     """
-    from migscope.core.migparted import PLAIN_FORM
+    from migscope.core import PLAIN_FORM
 
     for config in report.invalid:
         for error in config.errors:

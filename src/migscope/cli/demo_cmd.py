@@ -17,7 +17,7 @@ import time
 
 import click
 
-from migscope.analyzer.options import DEFAULT_TIMEOUT_SECONDS, AnalyzeOptions
+from migscope.analyzer import DEFAULT_TIMEOUT_SECONDS, AnalyzeOptions
 from migscope.cli.analyze_inputs import choose_source, parse_window, progress_reporter
 from migscope.cli.errors import InvalidInput
 from migscope.cli.summary import summary_lines
@@ -58,8 +58,7 @@ def demo(
     prometheus_embedded: bool,
 ) -> None:
     """Simulate a week of a small MIG fleet, analyse it, and write the reports."""
-    from migscope.analyzer.report import write_reports
-    from migscope.analyzer.run import run
+    from migscope.analyzer import run, write_reports
 
     began = time.monotonic()
     window_s = parse_window(window)

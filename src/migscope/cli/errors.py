@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = ["InvalidInput"]
 

@@ -12,11 +12,14 @@ import sys
 from dataclasses import dataclass
 
 from migscope.cli.errors import InvalidInput
-from migscope.core.catalogue import GpuModel, UnknownGpuError, find_model
-from migscope.core.drivers import DriverVersion, DriverVersionError
-from migscope.core.profile_table import (
+from migscope.core import (
+    DriverVersion,
+    DriverVersionError,
+    GpuModel,
     ProfileTable,
     ProfileTableError,
+    UnknownGpuError,
+    find_model,
     identify_model,
     tables_from_nvidia_smi,
 )

@@ -16,7 +16,7 @@ import os
 import click
 
 from migscope.cli.errors import InvalidInput
-from migscope.core.errors import UserError, one_line
+from migscope.core import UserError, one_line
 
 __all__ = ["cli", "main"]
 
@@ -28,7 +28,7 @@ _COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "apply": ("migscope.cli.apply_cmd", "apply_command", "analyzer"),
     "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
     "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
-    "exporter": ("migscope.exporter.cli", "exporter", "exporter"),
+    "exporter": ("migscope.exporter", "exporter", "exporter"),
     "schedule": ("migscope.cli.schedule_cmd", "schedule_command", "analyzer"),
     "validate-config": ("migscope.cli.config_cmd", "validate_config", None),
 }

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from migscope.cli.errors import InvalidInput
-from migscope.core.durations import DurationError, format_duration, parse_duration
+from migscope.core import DurationError, format_duration, parse_duration
 
 __all__ = [
     "Duration",

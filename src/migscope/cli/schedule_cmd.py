@@ -23,8 +23,8 @@ import click
 
 from migscope.cli.errors import InvalidInput
 from migscope.cli.params import Duration, seconds
-from migscope.core.errors import UserError, one_line
-from migscope.scheduler.defaults import DEFAULT_SHUTDOWN_GRACE_SECONDS
+from migscope.core import UserError, one_line
+from migscope.scheduler import DEFAULT_SHUTDOWN_GRACE_SECONDS
 
 if TYPE_CHECKING:
     from migscope.scheduler import JobConfig, ScheduleConfig
@@ -73,7 +73,7 @@ def _analyze_values(params: dict[str, Any]) -> _Checks:
 
 def _apply_values(params: dict[str, Any]) -> _Checks:
     """What ``migscope apply`` checks before it reads the plan: plan age and windows."""
-    from migscope.applier.settings import parse_window_spec
+    from migscope.applier import parse_window_spec
     from migscope.cli.apply_cmd import parse_max_plan_age
 
     def windows() -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import click
 
 from migscope.cli.errors import InvalidInput
-from migscope.core.errors import MigscopeError
+from migscope.core import MigscopeError
 
 __all__ = [
     "MAX_SECRET_FILE_BYTES",
@@ -132,7 +132,7 @@ def parse_header(text: str, where: str) -> tuple[str, str]:
         InvalidInput: no colon, a name that is not an HTTP token, an empty value, or a value
             HTTP cannot carry. The value is never quoted; the name only once it is valid.
     """
-    from migscope.analyzer.sources.prometheus.auth import header_problem
+    from migscope.analyzer import header_problem
 
     name, colon, value = text.partition(":")
     name, value = name.strip(), value.strip()
@@ -307,7 +307,7 @@ def read_access(
         else None
     )
     if tenant is not None:
-        from migscope.analyzer.sources.prometheus.auth import header_problem
+        from migscope.analyzer import header_problem
 
         tenant = tenant.strip()
         if not tenant:

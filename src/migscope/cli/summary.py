@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from migscope.analyzer.result import AnalysisResult
+    from migscope.analyzer import AnalysisResult
 
 __all__ = ["summary_lines"]
 

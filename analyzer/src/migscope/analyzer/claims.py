@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from migscope.analyzer.classify import Classification, Status
 from migscope.analyzer.model import JsonValue, Owner, SliceStats
-from migscope.core.spec.v1 import ClaimResizeV1, SliceV1
+from migscope.core import ClaimResizeV1, SliceV1
 
 __all__ = [
     "DRA_ATTRIBUTE_DOMAIN",

@@ -38,7 +38,7 @@ from enum import Enum
 
 from migscope.analyzer.model import JsonValue, SliceStats, json_safe
 from migscope.analyzer.policy import Policy, default_policy
-from migscope.core.catalogue import GiProfile, GpuModel, UnknownProfileError
+from migscope.core import GiProfile, GpuModel, UnknownProfileError
 
 __all__ = [
     "ACTIVITY_UNKNOWN",

@@ -39,7 +39,7 @@ from migscope.analyzer.classify import Classification, Status, right_size
 from migscope.analyzer.model import JsonValue, SliceInfo, SliceStats
 from migscope.analyzer.options import DEFAULT_HEADROOM, PoolSelector
 from migscope.analyzer.policy import Policy, default_policy
-from migscope.core.catalogue import GpuModel, UnknownProfileError
+from migscope.core import GpuModel, UnknownProfileError
 
 __all__ = [
     "BUSY_STATUSES",

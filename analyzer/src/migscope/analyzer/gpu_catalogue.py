@@ -32,10 +32,18 @@ from dataclasses import dataclass, field
 
 from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.model import SliceInfo
-from migscope.core.catalogue import CatalogueError, GpuModel, NameStatus, find_model
-from migscope.core.drivers import DriverVersion
-from migscope.core.errors import UserError
-from migscope.core.profile_table import Difference, ProfileTable, compare, model_from_table
+from migscope.core import (
+    CatalogueError,
+    Difference,
+    DriverVersion,
+    GpuModel,
+    NameStatus,
+    ProfileTable,
+    UserError,
+    compare,
+    find_model,
+    model_from_table,
+)
 
 __all__ = ["BUILT_IN", "GpuCatalogue", "choose_catalogue"]
 

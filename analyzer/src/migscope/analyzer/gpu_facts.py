@@ -32,14 +32,16 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from migscope.core.catalogue import (
+from migscope.core import (
     CatalogueError,
+    DriverVersion,
+    DriverVersionError,
+    ObservedProfile,
+    ProfileTable,
     find_model,
     model_for_name,
     parse_pci_device_id,
 )
-from migscope.core.drivers import DriverVersion, DriverVersionError
-from migscope.core.profile_table import ObservedProfile, ProfileTable
 
 __all__ = [
     "DRIVER_LABELS",

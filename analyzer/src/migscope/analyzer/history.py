@@ -39,8 +39,7 @@ from migscope.analyzer.dialect import (
 from migscope.analyzer.dialect import names as metric
 from migscope.analyzer.model import Holder, holder_claim
 from migscope.analyzer.stats import SliceSeries, TimeSeries
-from migscope.core.catalogue import find_model
-from migscope.core.metrics import GPU_UUID
+from migscope.core import GPU_UUID, find_model
 
 __all__ = ["HistoryWritten", "iter_history", "write_openmetrics"]
 

@@ -45,8 +45,7 @@ from prometheus_client.openmetrics.parser import (
 from prometheus_client.parser import text_fd_to_metric_families as text_families
 
 from migscope.analyzer.stats import TimeSeries
-from migscope.core.errors import one_line
-from migscope.core.yaml_messages import FileProblemError
+from migscope.core import FileProblemError, one_line
 
 __all__ = [
     "DEFAULT_CHUNK_SAMPLES",

@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 if TYPE_CHECKING:
     from migscope.analyzer.model import SliceInfo
     from migscope.analyzer.policy import Policy
     from migscope.analyzer.workloads import OwnerLookup
-    from migscope.core.migparted import MigPartedConfig
+    from migscope.core import MigPartedConfig
 
 __all__ = [
     "DEFAULT_HEADROOM",

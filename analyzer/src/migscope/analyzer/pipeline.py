@@ -44,9 +44,14 @@ from migscope.analyzer.savings import savings
 from migscope.analyzer.stats import SliceSeries, slice_stats
 from migscope.analyzer.whatif import Replay, replay
 from migscope.analyzer.workloads import advise
-from migscope.core.catalogue import GpuModel, UnknownProfileError
-from migscope.core.migparted import MigPartedConfig, merge_configs
-from migscope.core.named_layouts import generated_configs, layout_for_gpu
+from migscope.core import (
+    GpuModel,
+    MigPartedConfig,
+    UnknownProfileError,
+    generated_configs,
+    layout_for_gpu,
+    merge_configs,
+)
 
 __all__ = ["EXPORTER_POD_NOTE", "NO_ATTRIBUTION", "analyze"]
 

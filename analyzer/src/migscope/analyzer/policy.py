@@ -32,9 +32,16 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from migscope.core.thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
-from migscope.core.validation import Wording, first_validation_problem
-from migscope.core.yaml_messages import FileProblemError, Loc, YamlProblem, compose_with_lines
+from migscope.core import (
+    IDLE_ACTIVITY_BELOW,
+    IDLE_MEMORY_BELOW,
+    FileProblemError,
+    Loc,
+    Wording,
+    YamlProblem,
+    compose_with_lines,
+    first_validation_problem,
+)
 
 __all__ = [
     "AllocatedPolicy",

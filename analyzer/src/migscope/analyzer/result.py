@@ -23,16 +23,17 @@ from migscope.analyzer.plan import GpuState, LowerBound, Plan
 from migscope.analyzer.safety import History
 from migscope.analyzer.whatif import Replay
 from migscope.analyzer.workloads import WorkloadAdvice
-from migscope.core.catalogue import GpuModel, UnknownProfileError
-from migscope.core.disruption import (
+from migscope.core import (
+    SCHEMA_VERSION,
     GpuLayouts,
+    GpuModel,
+    MigPartedConfig,
     SliceOnGpu,
+    UnknownProfileError,
     pods_losing_device,
     recreated_gpus,
     violations,
 )
-from migscope.core.migparted import MigPartedConfig
-from migscope.core.spec.v1 import SCHEMA_VERSION
 
 __all__ = ["SCHEMA_VERSION", "AnalysisResult", "PoolResult", "SliceResult", "iso_utc"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from migscope.analyzer.classify import Status
 from migscope.analyzer.result import PoolResult, SliceResult
-from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
+from migscope.core import GpuModel, UnknownProfileError, find_model
 
 __all__ = ["catalogue_model", "savings", "slice_wasted_gpu_hours"]
 

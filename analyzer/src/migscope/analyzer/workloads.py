@@ -51,7 +51,7 @@ import yaml
 from migscope.analyzer.claims import MIG_DEVICE_CLASS, profile_selector
 from migscope.analyzer.classify import Classification, Status
 from migscope.analyzer.model import SliceStats
-from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
+from migscope.core import GpuModel, UnknownProfileError, find_model
 
 __all__ = [
     "MIG_RESOURCE_PREFIX",

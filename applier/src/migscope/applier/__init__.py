@@ -10,4 +10,63 @@ decisions; :mod:`~migscope.applier.configmap`, :mod:`~migscope.applier.lease`,
 :mod:`~migscope.applier.audit` and :mod:`~migscope.kube` do one job each;
 :mod:`~migscope.applier.clock` is where all of them get the time (tests simulate it).
 docs/applier.md explains the workflow, its safety rules and the RBAC it needs.
+
+The names below are this distribution's front door: the only names other distributions and the
+CLI import from it. Each loads its module on first use (PEP 562), so importing the package
+costs nothing until a name is used.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migscope.applier.applier import Applier, ClusterRefused, LeaseLost
+    from migscope.applier.lease import LeaseHeld
+    from migscope.applier.plan.model import ApplyPlan, PlanRefused
+    from migscope.applier.plan.read import load_plan, plan_from_report
+    from migscope.applier.settings import DEFAULT_MAX_PLAN_AGE_S, ApplySettings, parse_window_spec
+
+_HOME = {
+    "Applier": "applier",
+    "ClusterRefused": "applier",
+    "LeaseLost": "applier",
+    "LeaseHeld": "lease",
+    "ApplyPlan": "plan.model",
+    "PlanRefused": "plan.model",
+    "load_plan": "plan.read",
+    "plan_from_report": "plan.read",
+    "ApplySettings": "settings",
+    "DEFAULT_MAX_PLAN_AGE_S": "settings",
+    "parse_window_spec": "settings",
+}
+"""Each exported name's module (under ``migscope.applier``)."""
+
+__all__ = [
+    "DEFAULT_MAX_PLAN_AGE_S",
+    "Applier",
+    "ApplyPlan",
+    "ApplySettings",
+    "ClusterRefused",
+    "LeaseHeld",
+    "LeaseLost",
+    "PlanRefused",
+    "load_plan",
+    "parse_window_spec",
+    "plan_from_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name's module on first use, then keep the name here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

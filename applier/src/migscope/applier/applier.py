@@ -64,8 +64,7 @@ from migscope.applier.steps import (
     requests_of,
 )
 from migscope.applier.workflow import TRANSIENT, NodeWorkflow, at_risk_now
-from migscope.core.errors import MigscopeError
-from migscope.core.migparted import MigPartedConfig
+from migscope.core import MigPartedConfig, MigscopeError
 from migscope.kube import ApiError, Conflict, Kube, NotFound, ReadOnlyKube
 
 __all__ = ["DYNAMIC_MIG", "Applier", "ClusterRefused", "LeaseLost", "NodeOutcome", "RunReport"]

@@ -19,11 +19,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from migscope.core.errors import UserError
-from migscope.core.migparted import (
+from migscope.core import (
     ConfigConflictError,
     ConfigError,
     MigPartedConfig,
+    UserError,
     emit_config,
     merge_configs,
     parse_config,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from migscope.applier.plan import GpuChange, NodeChange
-from migscope.core.dra_names import NVIDIA_DRIVER, parse_device_name, profile_key
+from migscope.core import NVIDIA_DRIVER, parse_device_name, profile_key
 
 __all__ = [
     "DRA_PLUGIN_LABELS",

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from migscope.applier.clock import SYSTEM_CLOCK, Clock
-from migscope.core.errors import UserError
+from migscope.core import UserError
 from migscope.kube import ApiError, Conflict, Kube, now_rfc3339
 
 __all__ = ["Lease", "LeaseHeld", "default_identity"]

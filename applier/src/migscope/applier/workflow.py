@@ -44,8 +44,7 @@ from migscope.applier.steps import (
     read_progress,
     with_change,
 )
-from migscope.core.errors import MigscopeError
-from migscope.core.migparted import MigPartedConfig
+from migscope.core import MigPartedConfig, MigscopeError
 from migscope.kube import ApiError, Conflict, Kube, NotFound, TooManyRequests
 
 __all__ = ["NodeWorkflow", "at_risk_now"]

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core.catalogue import CatalogueError, find_model
+from migscope.core import CatalogueError, find_model
 from migscope.exporter.dra import DeviceName, DraHolder, DraHolders
 from migscope.exporter.model import GpuReading, MigReading, Snapshot
 

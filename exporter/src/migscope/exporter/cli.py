@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from migscope.core.errors import UserError, one_line
+from migscope.core import UserError, one_line
 
 __all__ = ["ListenError", "exporter", "main"]
 

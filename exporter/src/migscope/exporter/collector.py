@@ -28,7 +28,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
-from migscope.core.metrics import (
+from migscope.core import (
     GPU_LABELS,
     METRICS,
     MIG_LABELS,

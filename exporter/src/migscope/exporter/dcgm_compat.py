@@ -36,8 +36,7 @@ from typing import Literal, Protocol, cast
 
 from prometheus_client.core import Metric
 
-from migscope.core.errors import UserError
-from migscope.core.metrics import DCGM_COMPAT, DcgmCompatSpec, DcgmType
+from migscope.core import DCGM_COMPAT, DcgmCompatSpec, DcgmType, UserError
 from migscope.exporter.model import Activity, GpuReading, MigReading, Snapshot
 
 __all__ = [

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from migscope.core.dra_names import NVIDIA_DRIVER, DeviceName, parse_device_name
+from migscope.core import NVIDIA_DRIVER, DeviceName, parse_device_name
 
 if TYPE_CHECKING:  # the module itself stays free of protobuf and gRPC (runtime imports it)
     from migscope.exporter.podresources import api_pb2

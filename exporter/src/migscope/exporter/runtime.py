@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 from migscope.exporter.attribution import DraResolver
 from migscope.exporter.backends.base import Backend, BackendError
 from migscope.exporter.backends.nvml import NvmlBackend

@@ -21,10 +21,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from migscope.core.durations import parse_duration
-from migscope.core.errors import UserError
-from migscope.core.validation import BUILTIN_WORDING, describe_error
-from migscope.core.yaml_messages import YamlProblem, load_strict
+from migscope.core import (
+    BUILTIN_WORDING,
+    UserError,
+    YamlProblem,
+    describe_error,
+    load_strict,
+    parse_duration,
+)
 
 __all__ = ["ExporterSettings", "SettingsError", "load_settings"]
 

@@ -4,20 +4,45 @@ Everything else (the applier's workflow, the analyzer's pending pods) talks to t
 through :class:`Kube`, with objects as plain JSON dicts and errors it can act on
 (:class:`Conflict`, :class:`NotFound`, :class:`TooManyRequests`). import-linter holds the
 rule (``pyproject.toml``).
+
+The names below are this distribution's front door: the only names other distributions and the
+CLI import from it. Each loads its module on first use (PEP 562), so importing the package
+costs nothing until a name is used.
 """
 
-from migscope.kube.client import (
-    ApiError,
-    Conflict,
-    DryRunWrite,
-    Kube,
-    KubeError,
-    NotFound,
-    ReadOnlyKube,
-    TooManyRequests,
-    now_rfc3339,
-)
-from migscope.kube.config import KubeConfigError, api_client
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migscope.kube.client import (
+        ApiError,
+        Conflict,
+        DryRunWrite,
+        Kube,
+        KubeError,
+        NotFound,
+        ReadOnlyKube,
+        TooManyRequests,
+        now_rfc3339,
+    )
+    from migscope.kube.config import KubeConfigError, api_client
+
+_HOME = {
+    "ApiError": "client",
+    "Conflict": "client",
+    "DryRunWrite": "client",
+    "Kube": "client",
+    "KubeError": "client",
+    "NotFound": "client",
+    "ReadOnlyKube": "client",
+    "TooManyRequests": "client",
+    "now_rfc3339": "client",
+    "KubeConfigError": "config",
+    "api_client": "config",
+}
+"""Each exported name's module (under ``migscope.kube``)."""
 
 __all__ = [
     "ApiError",
@@ -32,3 +57,17 @@ __all__ = [
     "api_client",
     "now_rfc3339",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name's module on first use, then keep the name here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

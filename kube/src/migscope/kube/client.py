@@ -23,7 +23,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from migscope.core.errors import MigscopeError, UserError, one_line
+from migscope.core import MigscopeError, UserError, one_line
 from migscope.kube.reading import MAX_RESPONSE_BYTES, read_answer, read_json
 
 __all__ = [

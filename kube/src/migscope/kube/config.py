@@ -48,7 +48,7 @@ from kubernetes.config.kube_config import (
     KubeConfigMerger,
 )
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 from migscope.kube.client import ApiError, KubeError
 
 __all__ = ["DEFAULT_EXEC_TIMEOUT_S", "KubeConfigError", "api_client"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from urllib3.exceptions import HTTPError
 
-from migscope.core.errors import UserError, one_line
+from migscope.core import UserError, one_line
 
 __all__ = ["MAX_RESPONSE_BYTES", "READ_PIECE_BYTES", "read_answer", "read_json"]
 

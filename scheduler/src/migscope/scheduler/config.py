@@ -19,14 +19,15 @@ from apscheduler.triggers.base import BaseTrigger
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from migscope.core.redaction import redact_text
-from migscope.core.validation import Wording, describe_error
-from migscope.core.yaml_messages import (
+from migscope.core import (
     FileProblemError,
     Loc,
+    Wording,
     YamlProblem,
     compose_with_lines,
+    describe_error,
     first_problem,
+    redact_text,
 )
 from migscope.scheduler.cron import cron_trigger, zone
 

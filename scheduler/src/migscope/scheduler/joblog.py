@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import IO
 
-from migscope.core.redaction import redact_data
+from migscope.core import redact_data
 
 __all__ = ["JsonLog", "apscheduler_logs_to", "iso_utc", "utc_now"]
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from migscope.core.redaction import redact_argv, redact_text
+from migscope.core import redact_argv, redact_text
 from migscope.scheduler.config import JobConfig, JobKind, ScheduleConfig
 from migscope.scheduler.defaults import DEFAULT_KILL_AFTER_SECONDS
 from migscope.scheduler.joblog import JsonLog, iso_utc, utc_now

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from migscope.core.redaction import redact_data, redact_text
+from migscope.core import redact_data, redact_text
 from migscope.scheduler.joblog import JsonLog
 
 __all__ = ["WEBHOOK_ATTEMPTS", "WEBHOOK_TIMEOUT_SECONDS", "send_webhook"]

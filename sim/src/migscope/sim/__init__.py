@@ -11,25 +11,95 @@ tests exercise it without a GPU. Start from a scenario::
     sim.clock.advance(60)  # a minute of simulated time
 
 See ``docs/scenario.md`` for the scenario format and the semantics copied from NVML.
+
+The names below are this distribution's front door: the only names other distributions and the
+CLI import from it. Each loads its module on first use (PEP 562), so importing the package
+costs nothing until a name is used.
 """
 
-from migscope.sim.clock import DEFAULT_START, SimClock
-from migscope.sim.faults import FaultInjector, InjectedError, SlowCall
-from migscope.sim.gpu import PodOwner, SimGpu, SimInstance
-from migscope.sim.nvml import SimNvml
-from migscope.sim.scenario import Scenario, ScenarioError, load_scenario
-from migscope.sim.scenarios import BUILTIN_SCENARIOS, DEMO_SCENARIO, resolve_scenario
-from migscope.sim.simulation import PodAssignment, SimNode, Simulation
-from migscope.sim.traces import TraceError, TraceSeries, load_containers, load_series
-from migscope.sim.workloads import ActivityMix, Workload, WorkloadSample
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from migscope.sim.clock import DEFAULT_START, SimClock
+    from migscope.sim.faults import FaultInjector, InjectedError, SlowCall
+    from migscope.sim.gpu import MIG_RESERVED_BYTES, PodOwner, SimGpu, SimInstance
+    from migscope.sim.nvml import SimNvml
+    from migscope.sim.scenario.errors import ScenarioError
+    from migscope.sim.scenario.loading import load_scenario, read_scenario_yaml
+    from migscope.sim.scenario.spec import Scenario
+    from migscope.sim.scenarios import BUILTIN_SCENARIOS, DEMO_SCENARIO, resolve_scenario
+    from migscope.sim.simulation import PodAssignment, SimNode, Simulation
+    from migscope.sim.traces import TraceError, TraceSeries, load_containers, load_series
+    from migscope.sim.workloads import (
+        ActivityMix,
+        Bursty,
+        Constant,
+        FixedMemory,
+        Idle,
+        MemoryModel,
+        Periodic,
+        Trace,
+        TraceMemory,
+        Workload,
+        WorkloadSample,
+    )
+
+_HOME = {
+    "DEFAULT_START": "clock",
+    "SimClock": "clock",
+    "FaultInjector": "faults",
+    "InjectedError": "faults",
+    "SlowCall": "faults",
+    "MIG_RESERVED_BYTES": "gpu",
+    "PodOwner": "gpu",
+    "SimGpu": "gpu",
+    "SimInstance": "gpu",
+    "SimNvml": "nvml",
+    "ScenarioError": "scenario.errors",
+    "load_scenario": "scenario.loading",
+    "read_scenario_yaml": "scenario.loading",
+    "Scenario": "scenario.spec",
+    "BUILTIN_SCENARIOS": "scenarios",
+    "DEMO_SCENARIO": "scenarios",
+    "resolve_scenario": "scenarios",
+    "PodAssignment": "simulation",
+    "SimNode": "simulation",
+    "Simulation": "simulation",
+    "TraceError": "traces",
+    "TraceSeries": "traces",
+    "load_containers": "traces",
+    "load_series": "traces",
+    "ActivityMix": "workloads",
+    "Bursty": "workloads",
+    "Constant": "workloads",
+    "FixedMemory": "workloads",
+    "Idle": "workloads",
+    "MemoryModel": "workloads",
+    "Periodic": "workloads",
+    "Trace": "workloads",
+    "TraceMemory": "workloads",
+    "Workload": "workloads",
+    "WorkloadSample": "workloads",
+}
+"""Each exported name's module (under ``migscope.sim``)."""
 
 __all__ = [
     "BUILTIN_SCENARIOS",
     "DEFAULT_START",
     "DEMO_SCENARIO",
+    "MIG_RESERVED_BYTES",
     "ActivityMix",
+    "Bursty",
+    "Constant",
     "FaultInjector",
+    "FixedMemory",
+    "Idle",
     "InjectedError",
+    "MemoryModel",
+    "Periodic",
     "PodAssignment",
     "PodOwner",
     "Scenario",
@@ -41,12 +111,29 @@ __all__ = [
     "SimNvml",
     "Simulation",
     "SlowCall",
+    "Trace",
     "TraceError",
+    "TraceMemory",
     "TraceSeries",
     "Workload",
     "WorkloadSample",
     "load_containers",
     "load_scenario",
     "load_series",
+    "read_scenario_yaml",
     "resolve_scenario",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name's module on first use, then keep the name here."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from migscope.core.catalogue import CatalogueError, GpuModel, find_model, parse_pci_device_id
-from migscope.core.layout import is_valid
+from migscope.core import CatalogueError, GpuModel, find_model, is_valid, parse_pci_device_id
 from migscope.sim.gpu import MIG_RESERVED_BYTES, PodOwner, SimGpu, SimInstance
 from migscope.sim.ids import derive_seed, gi_id_for, gpu_uuid, pci_bus_id
 from migscope.sim.power import PowerModel, default_power

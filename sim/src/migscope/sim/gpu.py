@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from migscope.core.catalogue import GiProfile, GpuModel
+from migscope.core import GiProfile, GpuModel
 from migscope.sim.ids import derive_seed, gi_id_for, mig_uuid, stable_unit
 from migscope.sim.power import PowerModel
 from migscope.sim.workloads import COMPONENTS, Workload, WorkloadSample

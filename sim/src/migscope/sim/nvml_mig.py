@@ -37,9 +37,7 @@ from typing import Any
 
 import pynvml
 
-from migscope.core.catalogue import GiProfile
-from migscope.core.drivers import DriverVersion, DriverVersionError
-from migscope.core.layout import is_valid
+from migscope.core import DriverVersion, DriverVersionError, GiProfile, is_valid
 from migscope.sim.errors import fail
 from migscope.sim.gpu import SimGpu, SimInstance
 from migscope.sim.handles import HandleKind

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from migscope.core.catalogue import GpuModel
+from migscope.core import GpuModel
 
 __all__ = ["PowerModel", "default_power"]
 

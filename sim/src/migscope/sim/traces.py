@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = [
     "BUILTIN_DUTY",

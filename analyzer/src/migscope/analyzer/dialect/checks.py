@@ -25,7 +25,7 @@ from migscope.analyzer.stats.quality import (
     clean_memory,
     usable_total,
 )
-from migscope.core.catalogue import GpuModel
+from migscope.core import GpuModel
 
 __all__ = ["SliceChecks"]
 

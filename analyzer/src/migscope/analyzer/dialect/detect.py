@@ -23,7 +23,7 @@ from migscope.analyzer.dialect.names import (
     fields_of,
 )
 from migscope.analyzer.openmetrics import SeriesSet
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = [
     "Dialect",

@@ -42,7 +42,7 @@ from migscope.analyzer.model import SliceInfo, SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
 from migscope.analyzer.stats import SliceSeries, TimeSeries
 from migscope.analyzer.stats.quality import Kind
-from migscope.core.catalogue import model_for_name
+from migscope.core import model_for_name
 
 __all__ = ["dcgm_moves", "dcgm_slices"]
 

@@ -44,7 +44,7 @@ from migscope.analyzer.model import SliceKey
 from migscope.analyzer.openmetrics import Series, SeriesSet
 from migscope.analyzer.stats import SliceSeries, TimeSeries, counter_activity, prefer_counter
 from migscope.analyzer.stats.quality import Kind
-from migscope.core.catalogue import GpuModel
+from migscope.core import GpuModel
 
 __all__ = ["migscope_moves", "migscope_slices"]
 

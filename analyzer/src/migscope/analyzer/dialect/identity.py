@@ -13,14 +13,14 @@ from typing import TypeAlias
 
 from migscope.analyzer.dialect.names import MIB
 from migscope.analyzer.model import Holder, SliceInfo, SliceKey, holder_claim
-from migscope.core.catalogue import (
+from migscope.core import (
+    GPU_UUID,
     GpuModel,
     UnknownGpuError,
     UnknownProfileError,
     find_model,
     model_for_name,
 )
-from migscope.core.metrics import GPU_UUID
 
 __all__ = [
     "CLAIM_LABELS",

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core.metrics import PREFIX, metric
+from migscope.core import PREFIX, metric
 
 __all__ = [
     "DCGM_ACTIVITY",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from migscope.analyzer.plan._engine import ANYWHERE, PoolKey, Prepared
 from migscope.analyzer.plan.pool import Target
-from migscope.core.layout import Layout, is_valid
+from migscope.core import Layout, is_valid
 
 __all__ = [
     "Choice",

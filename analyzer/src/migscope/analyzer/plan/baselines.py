@@ -27,8 +27,7 @@ from migscope.analyzer.plan._milp import solve
 from migscope.analyzer.plan.pool import GpuState, PlanInputError, Target, Weights, resolve_model
 from migscope.analyzer.plan.result import Plan, SolveInfo
 from migscope.analyzer.plan.solver import Parked
-from migscope.core.catalogue import GpuModel
-from migscope.core.layout import Layout, LayoutError, is_valid
+from migscope.core import GpuModel, Layout, LayoutError, is_valid
 
 __all__ = ["greedy_first_fit", "static_layout"]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from migscope.analyzer.plan.pool import PlanInputError
-from migscope.core.catalogue import GiProfile, GpuModel
+from migscope.core import GiProfile, GpuModel
 
 __all__ = [
     "RequestCount",

@@ -16,9 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from migscope.core.catalogue import GpuModel, UnknownProfileError, find_model
-from migscope.core.errors import UserError
-from migscope.core.layout import Layout, LayoutError, PlacedInstance, is_valid
+from migscope.core import (
+    GpuModel,
+    Layout,
+    LayoutError,
+    PlacedInstance,
+    UnknownProfileError,
+    UserError,
+    find_model,
+    is_valid,
+)
 
 __all__ = [
     "GpuState",

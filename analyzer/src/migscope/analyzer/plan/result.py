@@ -19,9 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from migscope.analyzer.plan.pool import Instance, Target, Weights
-from migscope.core.catalogue import GpuModel
-from migscope.core.layout import PlacedInstance
-from migscope.core.migparted import MigConfigEntry, MigPartedConfig, entry_for_layout
+from migscope.core import (
+    GpuModel,
+    MigConfigEntry,
+    MigPartedConfig,
+    PlacedInstance,
+    entry_for_layout,
+)
 
 __all__ = [
     "GpuPlan",

@@ -44,8 +44,7 @@ from migscope.analyzer.plan.pool import (
     resolve_model,
 )
 from migscope.analyzer.plan.result import Plan, SolveInfo
-from migscope.core.catalogue import GpuModel
-from migscope.core.layout import valid_layouts
+from migscope.core import GpuModel, valid_layouts
 
 __all__ = ["LowerBound", "lower_bound", "plan_layouts"]
 

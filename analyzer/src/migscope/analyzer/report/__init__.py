@@ -34,8 +34,13 @@ from migscope.analyzer.report.markdown import render_markdown
 from migscope.analyzer.report.node_plan import node_plan
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.workloads import REQUEST_CHANGES_FILE, patch_documents
-from migscope.core.migparted import MigPartedConfig, emit_config
-from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, validate_node_plan
+from migscope.core import (
+    NODE_PLAN_FILE,
+    REPORT_FILE,
+    MigPartedConfig,
+    emit_config,
+    validate_node_plan,
+)
 
 __all__ = [
     "CSV_COLUMNS",

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from migscope.analyzer.report.data import build_report
 from migscope.analyzer.result import AnalysisResult
-from migscope.core.spec.v1 import ReportV1, SliceV1, validate_report
+from migscope.core import ReportV1, SliceV1, validate_report
 
 __all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "neutralise", "render_csv"]
 

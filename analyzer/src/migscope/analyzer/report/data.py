@@ -20,7 +20,7 @@ from migscope.analyzer.report.grafana import grafana_section
 from migscope.analyzer.report.trend import Trend
 from migscope.analyzer.result import AnalysisResult
 from migscope.analyzer.savings import slice_wasted_gpu_hours
-from migscope.core.spec.v1 import ReportV1, report_json, validate_report
+from migscope.core import ReportV1, report_json, validate_report
 
 __all__ = ["ReportExtras", "build_report", "report_data"]
 

@@ -18,9 +18,7 @@ from collections.abc import Mapping
 from functools import cache
 from urllib.parse import quote, urlsplit
 
-from migscope.core.dashboards import DASHBOARDS
-from migscope.core.errors import UserError
-from migscope.core.spec.v1 import ReportV1
+from migscope.core import DASHBOARDS, ReportV1, UserError
 
 __all__ = [
     "DASHBOARD_FILES",

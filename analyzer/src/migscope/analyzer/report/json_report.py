@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from migscope.core.spec.v1 import ReportV1, json_schema, report_json, validate_report
+from migscope.core import ReportV1, json_schema, report_json, validate_report
 
 __all__ = [
     "ReportV1",

@@ -22,14 +22,15 @@ from migscope.analyzer.claims import holder_text, resize_text
 from migscope.analyzer.report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer.report.next_step import next_step
 from migscope.analyzer.report.trend import per_week, waste_change
-from migscope.core.migparted import MigPartedConfig, emit_config
-from migscope.core.spec.v1 import (
+from migscope.core import (
     EvidenceV1,
     GpuLayoutV1,
+    MigPartedConfig,
     PoolV1,
     ReportV1,
     SliceV1,
     WhatIfV1,
+    emit_config,
 )
 
 __all__ = ["render_markdown"]

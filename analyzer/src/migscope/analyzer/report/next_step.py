@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core.spec.v1 import REPORT_FILE, ReportV1
+from migscope.core import REPORT_FILE, ReportV1
 
 __all__ = ["NextStep", "Part", "next_step"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from migscope.analyzer.result import AnalysisResult
-from migscope.core.spec.v1 import SCHEMA_VERSION, ReportV1
+from migscope.core import SCHEMA_VERSION, ReportV1
 
 __all__ = ["node_plan"]
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from migscope.core.errors import MigscopeError
-from migscope.core.spec.v1 import (
+from migscope.core import (
     REPORT_FILE,
+    MigscopeError,
     ProvenanceV1,
     ReportV1,
     SavingsV1,

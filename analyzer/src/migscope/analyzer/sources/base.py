@@ -19,7 +19,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.model import SliceStats
 from migscope.analyzer.stats import HOURLY_PERIOD_SECONDS, SliceSeries
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = [
     "Origin",

@@ -32,7 +32,7 @@ import httpx
 from migscope.analyzer.dialect import Dialect
 from migscope.analyzer.history import HistoryWritten, write_openmetrics
 from migscope.analyzer.stats import SliceSeries
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = [
     "LocalPrometheus",

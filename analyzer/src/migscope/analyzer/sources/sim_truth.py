@@ -18,17 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from migscope.sim.gpu import MIG_RESERVED_BYTES, SimInstance
-from migscope.sim.traces import TraceSeries
-from migscope.sim.workloads import (
+from migscope.sim import (
+    MIG_RESERVED_BYTES,
     Bursty,
     Constant,
     FixedMemory,
     Idle,
     MemoryModel,
     Periodic,
+    SimInstance,
     Trace,
     TraceMemory,
+    TraceSeries,
     Workload,
 )
 

@@ -28,9 +28,7 @@ from migscope.analyzer.options import DEFAULT_STEP_SECONDS, DEFAULT_WINDOW_SECON
 from migscope.analyzer.sources.base import Origin, Resourceless, Slices, SourceError, Window
 from migscope.analyzer.sources.sim_truth import instance_truth
 from migscope.analyzer.stats import SliceSeries, TimeSeries
-from migscope.sim import Simulation, resolve_scenario
-from migscope.sim.gpu import SimInstance
-from migscope.sim.scenario import read_scenario_yaml
+from migscope.sim import SimInstance, Simulation, read_scenario_yaml, resolve_scenario
 
 __all__ = [
     "SimulationSource",

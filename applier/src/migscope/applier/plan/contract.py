@@ -31,16 +31,18 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from migscope.applier.plan.model import PlanError
-from migscope.core.spec.v1 import (
+from migscope.core import (
     GpuLayoutV1,
+    Loc,
     NodePlanEntryV1,
     NodePlanV1,
     ProvenanceV1,
     RecommendationV1,
     ReportV1,
+    describe_error,
+    describe_location,
+    first_problem,
 )
-from migscope.core.validation import describe_error
-from migscope.core.yaml_messages import Loc, describe_location, first_problem
 
 __all__ = [
     "VIEWS",

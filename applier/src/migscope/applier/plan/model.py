@@ -21,9 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from migscope.core.disruption import GpuLayouts, gpu_recreated
-from migscope.core.errors import UserError
-from migscope.core.migparted import MigPartedConfig
+from migscope.core import GpuLayouts, MigPartedConfig, UserError, gpu_recreated
 
 __all__ = [
     "FUTURE_SLACK_S",

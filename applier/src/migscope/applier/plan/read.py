@@ -43,9 +43,16 @@ from migscope.applier.plan.contract import (
 )
 from migscope.applier.plan.model import ApplyPlan, GpuChange, NodeChange, PlanError, Provenance
 from migscope.applier.plan.validate import check_config_named, check_layouts, model_named
-from migscope.core.disruption import violations
-from migscope.core.migparted import ConfigError, MigPartedConfig, parse_config
-from migscope.core.spec.v1 import NODE_PLAN_FILE, REPORT_FILE, SCHEMA_VERSION, GpuLayoutV1
+from migscope.core import (
+    NODE_PLAN_FILE,
+    REPORT_FILE,
+    SCHEMA_VERSION,
+    ConfigError,
+    GpuLayoutV1,
+    MigPartedConfig,
+    parse_config,
+    violations,
+)
 
 __all__ = ["MIG_PARTED_FILE", "NO_EVIDENCE", "load_plan", "plan_from_report"]
 

@@ -23,16 +23,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from migscope.applier.plan.model import PlanRefused
-from migscope.core.catalogue import GpuModel, UnknownGpuError, all_models, find_model
-from migscope.core.layout import is_valid
-from migscope.core.migparted import (
+from migscope.core import (
+    GpuLayoutV1,
+    GpuModel,
     MigConfigEntry,
     MigPartedConfig,
+    UnknownGpuError,
+    all_models,
     check_config,
     entry_applies_to,
+    find_model,
     gpu_instances,
+    is_valid,
 )
-from migscope.core.spec.v1 import GpuLayoutV1
 
 __all__ = [
     "MAX_GPUS_PER_NODE",

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from migscope.core.catalogue import GpuModel
-from migscope.core.errors import UserError
+from migscope.core import GpuModel, UserError
 from migscope.exporter.model import CollectorStatus, GpuReading
 
 __all__ = ["Backend", "BackendError", "BackendReading", "GpuIdentity"]

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 
 __all__ = ["CLOSED_EARLY", "Throttle", "log_reason", "peer"]
 

@@ -41,7 +41,7 @@ from types import MappingProxyType
 import grpc
 from google.protobuf.message import DecodeError
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 from migscope.exporter.dra import DraCollector, DraHolders
 
 from . import api_pb2

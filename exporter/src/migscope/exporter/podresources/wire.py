@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from migscope.core.errors import MigscopeError
+from migscope.core import MigscopeError
 
 from . import api_pb2
 

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 
 import yaml
 
-from migscope.core.errors import UserError
-from migscope.core.yaml_messages import Loc, line_for
+from migscope.core import Loc, UserError, line_for
 
 __all__ = ["ScenarioError", "format_path", "line_of", "node_lines"]
 

@@ -16,8 +16,14 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from migscope.core.validation import BUILTIN_WORDING, Wording, describe_problem
-from migscope.core.yaml_messages import YamlProblem, compose_node, construct_strict
+from migscope.core import (
+    BUILTIN_WORDING,
+    Wording,
+    YamlProblem,
+    compose_node,
+    construct_strict,
+    describe_problem,
+)
 from migscope.sim.scenario.errors import ScenarioError, format_path, node_lines
 from migscope.sim.scenario.spec import Scenario
 

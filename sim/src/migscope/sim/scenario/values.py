@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
-from migscope.core.durations import parse_duration
+from migscope.core import parse_duration
 from migscope.sim.units import parse_bytes
 from migscope.sim.workloads import Size
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = ["BUILTIN_SCENARIOS", "DEMO_SCENARIO", "UnknownScenarioError", "resolve_scenario"]
 

@@ -23,8 +23,7 @@ from migscope.analyzer.plan.pool import (
     current_placements,
     normalise_demand,
 )
-from migscope.core.catalogue import GpuModel
-from migscope.core.layout import Layout, LayoutCheck, PlacedInstance, is_valid, valid_layouts
+from migscope.core import GpuModel, Layout, LayoutCheck, PlacedInstance, is_valid, valid_layouts
 
 __all__ = [
     "ANYWHERE",

@@ -23,7 +23,7 @@ from migscope.analyzer.plan.result import (
     build_mig_parted,
     score,
 )
-from migscope.core.layout import PlacedInstance
+from migscope.core import PlacedInstance
 
 __all__ = ["Usage", "realize"]
 

@@ -57,7 +57,7 @@ from migscope.analyzer.report.html.tables import (
 )
 from migscope.analyzer.report.html.trend_svg import trend_section
 from migscope.analyzer.report.html.waste import waste_table
-from migscope.core.spec.v1 import ReportV1, SliceV1
+from migscope.core import ReportV1, SliceV1
 
 __all__ = [
     "LAYOUT_LEFT_PX",

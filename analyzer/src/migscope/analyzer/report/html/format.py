@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from migscope.analyzer.claims import holder_text
-from migscope.core.spec.v1 import SliceV1
+from migscope.core import SliceV1
 
 __all__ = [
     "STATUS_COLOURS",

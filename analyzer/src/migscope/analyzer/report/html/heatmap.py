@@ -38,8 +38,7 @@ from migscope.analyzer.report.html.png import (
     png_data_uri,
 )
 from migscope.analyzer.report.html.timeaxis import AXIS_HEIGHT_PX, time_axis
-from migscope.core.catalogue import CatalogueError, find_model
-from migscope.core.spec.v1 import ReportV1, SliceV1
+from migscope.core import CatalogueError, ReportV1, SliceV1, find_model
 
 __all__ = ["ROW_PX", "Columns", "activity_section", "columns_of", "slice_activity"]
 

@@ -18,8 +18,14 @@ from migscope.analyzer.report.html.format import (
     owner_text,
     status_colour,
 )
-from migscope.core.catalogue import CatalogueError, find_model
-from migscope.core.spec.v1 import PlannedGpuV1, RecommendationV1, ReportV1, SliceV1
+from migscope.core import (
+    CatalogueError,
+    PlannedGpuV1,
+    RecommendationV1,
+    ReportV1,
+    SliceV1,
+    find_model,
+)
 
 __all__ = ["LAYOUT_LEFT_PX", "LAYOUT_ROW_PX", "LAYOUT_SLICE_PX", "layouts_section"]
 

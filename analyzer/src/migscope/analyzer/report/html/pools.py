@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from migscope.analyzer.report.html.format import anchor, escape, hours, pct
 from migscope.analyzer.report.html.tables import Cell, Column, sortable_table
-from migscope.core.spec.v1 import ReplayV1, ReportV1, SliceV1
+from migscope.core import ReplayV1, ReportV1, SliceV1
 
 __all__ = ["pools_table", "replay_section"]
 

@@ -9,7 +9,7 @@ them (scale them down or drop their request before applying).
 from __future__ import annotations
 
 from migscope.analyzer.report.html.format import escape
-from migscope.core.spec.v1 import ReportV1, WorkloadV1
+from migscope.core import ReportV1, WorkloadV1
 
 __all__ = ["requests_section"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from migscope.analyzer.report.html.format import badge, escape, hours, money, utc_time
 from migscope.analyzer.report.next_step import next_step as step_of
 from migscope.analyzer.report.trend import waste_change
-from migscope.core.spec.v1 import ReportV1
+from migscope.core import ReportV1
 
 __all__ = ["made_at", "next_step", "summary_section"]
 

@@ -29,7 +29,7 @@ from migscope.analyzer.report.html.format import (
     owner_text,
     pct,
 )
-from migscope.core.spec.v1 import SliceV1
+from migscope.core import SliceV1
 
 __all__ = [
     "Cell",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from migscope.analyzer.report.html.format import STATUS_COLOURS, escape, hours, money
 from migscope.analyzer.report.trend import per_week
-from migscope.core.spec.v1 import ReportV1
+from migscope.core import ReportV1
 
 __all__ = ["trend_section"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from migscope.analyzer.report.html.format import STATUS_COLOURS, escape, hours, money
 from migscope.analyzer.report.html.tables import Cell, Column, sortable_table
 from migscope.analyzer.report.trend import per_week
-from migscope.core.spec.v1 import ReportV1
+from migscope.core import ReportV1
 
 __all__ = ["waste_table"]
 

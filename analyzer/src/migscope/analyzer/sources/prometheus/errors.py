@@ -11,7 +11,7 @@ cut to a length, so that a proxy's 50 kB error page cannot flood a terminal.
 
 from __future__ import annotations
 
-from migscope.core.errors import UserError, one_line
+from migscope.core import UserError, one_line
 
 __all__ = [
     "QUERY_IN_MESSAGE",

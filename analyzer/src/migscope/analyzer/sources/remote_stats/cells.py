@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from migscope.core.errors import MigscopeError
+from migscope.core import MigscopeError
 
 __all__ = [
     "MAX_MASK_BITS",

@@ -28,7 +28,7 @@ from migscope.analyzer.model import SliceInfo
 from migscope.analyzer.sources.prometheus import Sample
 from migscope.analyzer.sources.remote_stats.queries import NON_EMPTY, VALID, Queries, Values
 from migscope.analyzer.stats.quality import Kind, usable_total
-from migscope.core.catalogue import GpuModel, model_for_name
+from migscope.core import GpuModel, model_for_name
 
 __all__ = [
     "Inventory",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 from migscope.exporter.backends.base import BackendError, BackendReading
 from migscope.exporter.backends.dcgm.bindings import (
     LIBRARY_MISSING,

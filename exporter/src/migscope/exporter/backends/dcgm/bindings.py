@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 from migscope.exporter.backends.base import BackendError
 
 __all__ = ["DEFAULT_BINDINGS", "LIBRARY_MISSING", "Bindings", "find_bindings", "import_bindings"]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.core.catalogue import (
+from migscope.core import (
     CatalogueError,
     GiProfile,
     GpuModel,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from migscope.core.errors import one_line
+from migscope.core import one_line
 from migscope.exporter.backends.dcgm.bindings import Bindings
 from migscope.exporter.backends.dcgm.fields import (
     ABSENT,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migscope.core.errors import MigscopeError
+from migscope.core import MigscopeError
 
 __all__ = [
     "ABSENT",

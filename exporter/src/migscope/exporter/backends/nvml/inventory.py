@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.core.catalogue import (
+from migscope.core import (
     CatalogueError,
     GiProfile,
     GpuModel,

@@ -29,7 +29,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from migscope.core.catalogue import normalise_profile_name
+from migscope.core import normalise_profile_name
 from migscope.exporter.backends.nvml.codes import (
     ABSENT,
     INVALID_ARGUMENT,

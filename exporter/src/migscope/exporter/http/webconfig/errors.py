@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from migscope.core.errors import UserError
+from migscope.core import UserError
 
 __all__ = ["WebConfigError"]
 

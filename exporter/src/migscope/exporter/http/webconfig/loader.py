@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from migscope.core.yaml_messages import YamlProblem, load_strict
+from migscope.core import YamlProblem, load_strict
 from migscope.exporter.http.webconfig.errors import WebConfigError
 from migscope.exporter.http.webconfig.messages import describe_validation_error
 from migscope.exporter.http.webconfig.schema import WebConfig

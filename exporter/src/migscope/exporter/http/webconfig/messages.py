@@ -14,8 +14,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from migscope.core.validation import OTHER, describe_problem
-from migscope.core.yaml_messages import describe_location
+from migscope.core import OTHER, describe_location, describe_problem
 from migscope.exporter.http.webconfig.schema import CUSTOM_TYPE
 
 __all__ = ["describe_validation_error"]

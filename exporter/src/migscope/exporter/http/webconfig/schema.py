@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from migscope.core.durations import format_duration
+from migscope.core import format_duration
 from migscope.exporter.http.auth import MAX_BCRYPT_COST
 from migscope.exporter.http.webconfig.tls import TLS_VERSIONS, build_ssl_context
 

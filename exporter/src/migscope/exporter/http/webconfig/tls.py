@@ -19,7 +19,7 @@ import warnings
 from datetime import datetime, timezone
 from typing import Protocol
 
-from migscope.core.errors import MigscopeError
+from migscope.core import MigscopeError
 from migscope.exporter.http.webconfig.errors import WebConfigError
 
 __all__ = [

@@ -1,0 +1,366 @@
+"""One front door per distribution (issue 26): what each exports, and that others use only it.
+
+As httpx's ``test_exported_members.py``: each distribution's package ``__init__`` exports the
+names other distributions and the CLI use, and the lists are held here, so a name added to or
+dropped from a front door is a decision, not an accident. The names load on first use (PEP
+562): importing a front door loads none of its modules. The scheduler's list is held in
+``tests/cli/test_scheduler_exports.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DISTRIBUTIONS = ["core", "sim", "kube", "exporter", "analyzer", "applier", "scheduler"]
+
+EXPORTED: dict[str, list[str]] = {
+    "core": [
+        "BUILTIN_WORDING",
+        "DASHBOARDS",
+        "DCGM_COMPAT",
+        "GPU_LABELS",
+        "GPU_UUID",
+        "IDLE_ACTIVITY_BELOW",
+        "IDLE_MEMORY_BELOW",
+        "METRICS",
+        "MIG_LABELS",
+        "NODE_PLAN_FILE",
+        "NVIDIA_DRIVER",
+        "OTHER",
+        "PLAIN_FORM",
+        "PREFIX",
+        "REPORT_FILE",
+        "SCHEMA_VERSION",
+        "CatalogueError",
+        "ClaimResizeV1",
+        "ConfigCheck",
+        "ConfigConflictError",
+        "ConfigError",
+        "ConfigReport",
+        "ConfigSource",
+        "DcgmCompatSpec",
+        "DcgmType",
+        "DeviceName",
+        "Difference",
+        "DriverVersion",
+        "DriverVersionError",
+        "DurationError",
+        "EvidenceV1",
+        "FileProblemError",
+        "GiProfile",
+        "GpuLayoutV1",
+        "GpuLayouts",
+        "GpuModel",
+        "Layout",
+        "LayoutCheck",
+        "LayoutError",
+        "Loc",
+        "MetricSpec",
+        "MigConfigEntry",
+        "MigPartedConfig",
+        "MigscopeError",
+        "NameStatus",
+        "NodePlanEntryV1",
+        "NodePlanV1",
+        "ObservedProfile",
+        "PlacedInstance",
+        "PlannedGpuV1",
+        "PoolV1",
+        "ProfileTable",
+        "ProfileTableError",
+        "ProvenanceV1",
+        "RecommendationV1",
+        "ReplayV1",
+        "ReportV1",
+        "SavingsV1",
+        "SliceOnGpu",
+        "SliceV1",
+        "TrendPointV1",
+        "UnknownGpuError",
+        "UnknownProfileError",
+        "UserError",
+        "WhatIfV1",
+        "WindowV1",
+        "Wording",
+        "WorkloadV1",
+        "YamlProblem",
+        "all_models",
+        "check_config",
+        "compare",
+        "compose_node",
+        "compose_with_lines",
+        "construct_strict",
+        "describe_error",
+        "describe_location",
+        "describe_problem",
+        "emit_config",
+        "entry_applies_to",
+        "entry_for_layout",
+        "find_model",
+        "first_problem",
+        "first_validation_problem",
+        "format_duration",
+        "generated_configs",
+        "gpu_instances",
+        "gpu_recreated",
+        "identify_model",
+        "is_valid",
+        "json_schema",
+        "layout_for_gpu",
+        "line_for",
+        "load_strict",
+        "maximal_layouts",
+        "merge_configs",
+        "metric",
+        "model_for_name",
+        "model_from_table",
+        "normalise_profile_name",
+        "one_line",
+        "parse_config",
+        "parse_device_name",
+        "parse_duration",
+        "parse_pci_device_id",
+        "pods_losing_device",
+        "profile_key",
+        "read_config_sources",
+        "recreated_gpus",
+        "redact_argv",
+        "redact_data",
+        "redact_text",
+        "report_json",
+        "tables_from_nvidia_smi",
+        "valid_layouts",
+        "validate_node_plan",
+        "validate_report",
+        "violations",
+    ],
+    "sim": [
+        "BUILTIN_SCENARIOS",
+        "DEFAULT_START",
+        "DEMO_SCENARIO",
+        "MIG_RESERVED_BYTES",
+        "ActivityMix",
+        "Bursty",
+        "Constant",
+        "FaultInjector",
+        "FixedMemory",
+        "Idle",
+        "InjectedError",
+        "MemoryModel",
+        "Periodic",
+        "PodAssignment",
+        "PodOwner",
+        "Scenario",
+        "ScenarioError",
+        "SimClock",
+        "SimGpu",
+        "SimInstance",
+        "SimNode",
+        "SimNvml",
+        "Simulation",
+        "SlowCall",
+        "Trace",
+        "TraceError",
+        "TraceMemory",
+        "TraceSeries",
+        "Workload",
+        "WorkloadSample",
+        "load_containers",
+        "load_scenario",
+        "load_series",
+        "read_scenario_yaml",
+        "resolve_scenario",
+    ],
+    "kube": [
+        "ApiError",
+        "Conflict",
+        "DryRunWrite",
+        "Kube",
+        "KubeConfigError",
+        "KubeError",
+        "NotFound",
+        "ReadOnlyKube",
+        "TooManyRequests",
+        "api_client",
+        "now_rfc3339",
+    ],
+    "exporter": [
+        "exporter",
+    ],
+    "analyzer": [
+        "DEFAULT_HEADROOM",
+        "DEFAULT_OBJECTIVE",
+        "DEFAULT_STEP_SECONDS",
+        "DEFAULT_TIMEOUT_SECONDS",
+        "DEFAULT_TIME_LIMIT_SECONDS",
+        "DEFAULT_WINDOW_SECONDS",
+        "STATS_MODES",
+        "AnalysisResult",
+        "AnalyzeOptions",
+        "EmbeddedPrometheusSource",
+        "FileSource",
+        "Format",
+        "Objective",
+        "OwnerLookup",
+        "PodOwners",
+        "Policy",
+        "PrometheusClient",
+        "PrometheusSource",
+        "ReportExtras",
+        "SimulationSource",
+        "Source",
+        "StatsMode",
+        "build_report",
+        "cluster_owners",
+        "header_problem",
+        "kube_state_metrics_owners",
+        "list_pending_pods",
+        "load_policy",
+        "merge_owners",
+        "normalise_base_url",
+        "pending_demand",
+        "read_trend",
+        "run",
+        "write_report",
+        "write_reports",
+    ],
+    "applier": [
+        "DEFAULT_MAX_PLAN_AGE_S",
+        "Applier",
+        "ApplyPlan",
+        "ApplySettings",
+        "ClusterRefused",
+        "LeaseHeld",
+        "LeaseLost",
+        "PlanRefused",
+        "load_plan",
+        "parse_window_spec",
+        "plan_from_report",
+    ],
+}
+
+ALLOWED_BACK_DOORS: dict[str, str] = {
+    # "path/of/a/module.py": "why it still imports another distribution's submodule",
+}
+"""Modules that may still import past a front door, each with its reason (none today)."""
+
+
+@pytest.mark.parametrize("dist", sorted(EXPORTED))
+def test_the_front_door_exports_exactly_these_names(dist: str) -> None:
+    assert importlib.import_module(f"migscope.{dist}").__all__ == EXPORTED[dist]
+
+
+@pytest.mark.parametrize("dist", sorted(EXPORTED))
+def test_every_name_resolves_to_where_it_is_defined(dist: str) -> None:
+    package = importlib.import_module(f"migscope.{dist}")
+    for name in EXPORTED[dist]:
+        home = f"migscope.{dist}.{package._HOME[name]}"
+        value = getattr(package, name)
+        assert value is getattr(importlib.import_module(home), name), name
+        if inspect.isclass(value) or inspect.isfunction(value):
+            assert value.__module__ == home, f"{name} is re-exported by {home}"
+        assert name in dir(package)
+
+
+@pytest.mark.parametrize("dist", sorted(EXPORTED))
+def test_an_unknown_name_is_an_attribute_error(dist: str) -> None:
+    package = importlib.import_module(f"migscope.{dist}")
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        package.nope  # noqa: B018
+
+
+def test_a_name_that_is_also_its_module_stays_the_name() -> None:
+    """``migscope.analyzer.run`` is a module and the function it defines."""
+    module = importlib.import_module("migscope.analyzer.run")
+    from migscope.analyzer import run
+
+    assert run is module.run
+    assert inspect.isfunction(run)
+
+
+def test_importing_a_front_door_loads_none_of_its_modules() -> None:
+    code = (
+        "import importlib, json, sys\n"
+        f"dists = {DISTRIBUTIONS!r}\n"
+        "for d in dists:\n"
+        "    importlib.import_module(f'migscope.{d}')\n"
+        "print(json.dumps(sorted(m for m in sys.modules"
+        " if any(m.startswith(f'migscope.{d}.') for d in dists))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def _modules() -> list[tuple[str, Path]]:
+    """Every product module as (its distribution, its path): ``*/src`` and the CLI."""
+    found = [(d, p) for d in DISTRIBUTIONS for p in sorted((ROOT / d / "src").rglob("*.py"))]
+    return found + [("cli", p) for p in sorted((ROOT / "src/migscope/cli").rglob("*.py"))]
+
+
+def _is_submodule(dist: str, name: str) -> bool:
+    package = ROOT / dist / "src" / "migscope" / dist
+    return (package / f"{name}.py").exists() or (package / name / "__init__.py").exists()
+
+
+def _back_doors(dist: str, tree: ast.Module) -> list[str]:
+    """Imports past another distribution's front door, or through this one's own."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            modules = [node.module]
+        elif isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        else:
+            continue
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] != "migscope" or len(parts) < 2 or parts[1] not in DISTRIBUTIONS:
+                continue
+            if parts[1] != dist and len(parts) > 2:
+                found.append(f"line {node.lineno}: {module} (use migscope.{parts[1]})")
+            elif parts[1] == dist and len(parts) == 2 and isinstance(node, ast.ImportFrom):
+                own = [a.name for a in node.names if not _is_submodule(dist, a.name)]
+                if own:
+                    found.append(f"line {node.lineno}: its own front door ({', '.join(own)})")
+    return found
+
+
+def test_other_distributions_import_only_through_the_front_door() -> None:
+    problems = []
+    for dist, path in _modules():
+        where = path.relative_to(ROOT).as_posix()
+        if where in ALLOWED_BACK_DOORS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), where)
+        problems += [f"{where} {p}" for p in _back_doors(dist, tree)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_back_door_is_found() -> None:
+    tree = ast.parse(
+        "from migscope.core.spec.v1 import ReportV1\n"
+        "import migscope.kube.client\n"
+        "from migscope.core import UserError\n"
+        "from migscope.analyzer import report\n"
+        "from migscope.analyzer import run as r, build_report\n"
+    )
+    assert _back_doors("analyzer", tree) == [
+        "line 1: migscope.core.spec.v1 (use migscope.core)",
+        "line 2: migscope.kube.client (use migscope.kube)",
+        "line 5: its own front door (build_report)",
+    ]
+
+
+def test_no_allowed_back_door_is_stale() -> None:
+    for where in ALLOWED_BACK_DOORS:
+        assert (ROOT / where).exists(), where
