@@ -27,7 +27,7 @@ Then, in a **child process** (so that its peak RSS is its own, not the generator
 * ``raw``: one raw scan of the same data, ``count_over_time(<metric>[7d])`` for each metric
   the analysis reads, one after the other (what the issue measured: 0.28 s at 112 slices);
   its wall time and the server's ``evalTotalTime``;
-* per ``--modes``: the analysis, ``migscope.analyzer.run.run(PrometheusSource(client,
+* per ``--modes``: the analysis, ``migscope.analyzer.run(PrometheusSource(client,
   stats=mode))`` over the week (statistics, classification, plans: ``analyze --prometheus``
   less the process start and the report files): its wall time, the statistics' share
   (``RemoteSliceStats.wall_seconds``), the server's ``evalTotalTime`` summed over the queries
@@ -326,8 +326,8 @@ def raw_scan(url: str, end: float) -> dict[str, float]:
 
 def measure(url: str, start: float, end: float, mode: str, workers: int) -> dict[str, Any]:
     """One analysis of the window through ``--stats mode``; its numbers and peak RSS."""
+    from migscope.analyzer.analysis import run
     from migscope.analyzer.options import AnalyzeOptions
-    from migscope.analyzer.run import run
     from migscope.analyzer.sources.prometheus import PrometheusClient
     from migscope.analyzer.sources.prometheus_source import PrometheusSource
 

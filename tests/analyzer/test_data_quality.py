@@ -33,13 +33,13 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
+from migscope.analyzer.analysis import run
 from migscope.analyzer.dialect import indexes, iter_slice_series, keeps
 from migscope.analyzer.model import SliceInfo, SliceKey, SliceStats
 from migscope.analyzer.openmetrics import ExpositionError, parse_exposition
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.pipeline import analyze
 from migscope.analyzer.report import render
-from migscope.analyzer.run import run
 from migscope.analyzer.sources.file import FileSource
 from migscope.analyzer.sources.prometheus import PrometheusClient
 from migscope.analyzer.sources.remote_stats import remote_slice_stats

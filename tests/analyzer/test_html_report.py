@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 from support.report_page import Grid, decode_png, parse_page
 
+from migscope.analyzer.analysis import run
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.report import render_html, report_data, validate_report, write_reports
 from migscope.analyzer.report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
 from migscope.analyzer.report.html.png import LEVELS, UNKNOWN
 from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.run import run
 from migscope.analyzer.sources.base import Source
 from migscope.cli.analyze_inputs import choose_source, parse_window
 from migscope.cli.demo_cmd import DEMO_FLEET

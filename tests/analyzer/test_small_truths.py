@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from migscope.analyzer.analysis import run
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.report import render_csv, render_markdown, validate_report
 from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.run import run
 from migscope.analyzer.sources.file import FileSource
 from migscope.analyzer.sources.simulation import SimulationSource
 from migscope.cli.summary import summary_lines

@@ -14,9 +14,9 @@ from types import TracebackType
 import pytest
 from support.planted_slices import WEEK, planted_week
 
+from migscope.analyzer.analysis import NothingInWindowError, run
 from migscope.analyzer.gpu_facts import GpuFacts
 from migscope.analyzer.options import AnalyzeOptions, BadOptionError
-from migscope.analyzer.run import NothingInWindowError, run
 from migscope.analyzer.sources.base import Origin, Slices, Source, SourceError, Window
 from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
 from migscope.analyzer.sources.file import FileSource

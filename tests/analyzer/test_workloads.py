@@ -22,9 +22,9 @@ import yaml
 from click.testing import CliRunner
 from support.kubeapi import KubeApiServer, pod
 
+from migscope.analyzer.analysis import run
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.report import validate_report, write_reports
-from migscope.analyzer.run import run
 from migscope.analyzer.sources.simulation import SimulationSource
 from migscope.analyzer.workloads import (
     Workload,

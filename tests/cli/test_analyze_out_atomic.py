@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from migscope.analyzer.analysis import run
 from migscope.analyzer.options import AnalyzeOptions
 from migscope.analyzer.report import FILE_NAMES, validate_report, write_reports
 from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.run import run
 from migscope.analyzer.sources.simulation import SimulationSource
 from migscope.cli.main import cli
 

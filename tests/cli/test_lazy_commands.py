@@ -58,7 +58,7 @@ HEAVY_MODULES = (
     "migscope.applier.workflow",
     "migscope.analyzer.pipeline",
     "migscope.analyzer.policy",
-    "migscope.analyzer.run",
+    "migscope.analyzer.analysis",
     "migscope.analyzer.report",
     "migscope.analyzer.sources",
     "migscope.analyzer.stats",

@@ -4,7 +4,7 @@ One source per run: ``--prometheus URL`` (statistics computed by the server in P
 ``--source FILE`` (an OpenMetrics/text exposition of migscope's or dcgm-exporter's series)
 or ``--simulate SCENARIO`` (the simulator's ground truth, no GPU needed); each is a
 :class:`~migscope.analyzer.sources.base.Source` and the analysis is
-:func:`migscope.analyzer.run.run`. Every failure a user can fix (unreachable server, no MIG
+:func:`migscope.analyzer.run`. Every failure a user can fix (unreachable server, no MIG
 series, bad window, unreadable file) is one line on stderr and exit status 1. Progress goes to
 stderr: every stage on a terminal; in a log (a CronJob, the scheduler) a timestamped line every
 few seconds once a run lasts that long (:mod:`migscope.cli.progress`), so stdout stays the

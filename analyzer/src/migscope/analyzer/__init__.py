@@ -9,11 +9,10 @@ or httpx (``tests/cli/test_lazy_commands.py``).
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from migscope.analyzer.analysis import run
     from migscope.analyzer.options import (
         DEFAULT_HEADROOM,
         DEFAULT_OBJECTIVE,
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from migscope.analyzer.report.grafana import normalise_base_url
     from migscope.analyzer.report.trend import read_trend
     from migscope.analyzer.result import AnalysisResult
-    from migscope.analyzer.run import run
     from migscope.analyzer.sources.base import Source
     from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
     from migscope.analyzer.sources.file import FileSource
@@ -64,7 +62,7 @@ _HOME = {
     "normalise_base_url": "report.grafana",
     "read_trend": "report.trend",
     "AnalysisResult": "result",
-    "run": "run",
+    "run": "analysis",
     "Source": "sources.base",
     "EmbeddedPrometheusSource": "sources.embedded_prometheus",
     "FileSource": "sources.file",
@@ -134,20 +132,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
-
-
-class _FrontDoor(types.ModuleType):
-    """This package, keeping ``run`` the function when the module ``run`` loads.
-
-    Python sets a loaded submodule as an attribute of its package, so once anything had
-    imported ``migscope.analyzer.run``, ``from migscope.analyzer import run`` would give the
-    module. An exported name that is also its module's name keeps the name's value instead.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if isinstance(value, types.ModuleType) and _HOME.get(name) == name:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _FrontDoor

@@ -178,7 +178,7 @@ def analyze(
 ) -> AnalysisResult:
     """Analyse a window of slice history and plan every pool.
 
-    Most callers want :func:`migscope.analyzer.run.run`, which gets the window and the
+    Most callers want :func:`migscope.analyzer.run`, which gets the window and the
     slices from a :class:`~migscope.analyzer.sources.base.Source`; this is the pure part,
     for slices already at hand (tests, benchmarks).
 

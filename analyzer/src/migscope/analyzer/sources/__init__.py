@@ -1,7 +1,7 @@
 """Where the analyzer's slice history comes from: one module per source, one protocol for all.
 
 Every source implements :class:`~migscope.analyzer.sources.base.Source` (window, slices,
-notes, provenance) and is analysed by :func:`migscope.analyzer.run.run`:
+notes, provenance) and is analysed by :func:`migscope.analyzer.run`:
 
 * :mod:`~migscope.analyzer.sources.file`: an OpenMetrics/text exposition file
   (``--source``), migscope's or dcgm-exporter's series;

@@ -7,7 +7,7 @@ once the slices were iterated). It also says where the data came from, which the
 carries as provenance and the applier checks: simulated data never reaches a cluster.
 
 Sources are context managers, because some hold resources for the run (an HTTP client, a
-Prometheus started for it); :func:`migscope.analyzer.run.run` enters and leaves them.
+Prometheus started for it); :func:`migscope.analyzer.run` enters and leaves them.
 """
 
 from __future__ import annotations
