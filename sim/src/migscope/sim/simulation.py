@@ -141,25 +141,23 @@ class SimNode:
     def pod_assignments(self, t: float | None = None) -> tuple[PodAssignment, ...]:
         """Devices held by pods at ``t`` (default: now); a re-partition changes them.
 
-        The same tuple object comes back until what it is made of changes (a GPU's layout
-        segment, MIG mode, or an owner): the exporter asks on every scrape, and its render
-        cache compares the owners by identity first (a real kubelet watcher also answers with
-        the same map until it refreshes).
+        The same tuple object comes back until what it is made of changes (a MIG GPU's layout
+        segment, whose instances and their owners are fixed when it is made, or a whole GPU's
+        owner): the exporter asks on every scrape, and its render cache compares the owners by
+        identity first (a real kubelet watcher also answers with the same map until it
+        refreshes).
         """
         when = self.nvml.clock.elapsed() if t is None else t
+        key = [gpu.segment_at(when) if gpu.mig_enabled else gpu.owner for gpu in self.gpus]
+        if self._held is not None and _same(self._held[0], key):
+            return self._held[1]
         held: list[tuple[str, Any, str]] = []
-        key: list[object] = []
         for gpu in self.gpus:
             if gpu.mig_enabled:
                 instances = gpu.instances_at(when)
-                key.append(instances)
-                key.extend(i.owner for i in instances)
                 held.extend((i.uuid, i.owner, i.profile.resource_name) for i in instances)
             else:
-                key.extend((None, gpu.owner))
                 held.append((gpu.uuid, gpu.owner, "nvidia.com/gpu"))
-        if self._held is not None and _same(self._held[0], key):
-            return self._held[1]
         out = tuple(
             PodAssignment(device_id, owner.namespace, owner.pod, owner.container, resource)
             for device_id, owner, resource in held
