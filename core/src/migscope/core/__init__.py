@@ -8,8 +8,9 @@ costs nothing: the CLI imports it to print ``--help``, which must not load pydan
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from migscope.core.front_door import lazy_exports
 
 if TYPE_CHECKING:
     from migscope.core.catalogue import all_models, find_model, model_for_name
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
     )
 
 _HOME = {
+    "lazy_exports": "front_door",
     "all_models": "catalogue",
     "find_model": "catalogue",
     "model_for_name": "catalogue",
@@ -345,6 +347,7 @@ __all__ = [
     "is_valid",
     "json_schema",
     "layout_for_gpu",
+    "lazy_exports",
     "line_for",
     "load_strict",
     "maximal_layouts",
@@ -374,15 +377,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name's module on first use, then keep the name here."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

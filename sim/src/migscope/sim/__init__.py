@@ -19,8 +19,9 @@ costs nothing until a name is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
     from migscope.sim.clock import DEFAULT_START, SimClock
@@ -125,15 +126,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load an exported name's module on first use, then keep the name here."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)
