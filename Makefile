@@ -56,10 +56,12 @@ typecheck: $(STAMP)
 layers: $(STAMP)
 	$(BIN)/lint-imports
 
-# One pytest worker per core (pytest-xdist), each test file whole on one worker so that a
-# file's module and session fixtures (a Prometheus, the wheelhouse) start once.
+# One pytest worker per core (pytest-xdist), at most 4: a container's CPU quota does not show
+# in nproc, and each worker starts its own servers. Each test file runs whole on one worker, so
+# a file's module and session fixtures (a Prometheus, the wheelhouse) start once.
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ "$$n" -gt 4 ] && n=4; echo $$n)
 unit: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 clean:
 	rm -rf $(VENV) $(DIST) .mypy_cache .ruff_cache .pytest_cache .hypothesis
