@@ -3,8 +3,7 @@
 As httpx's ``test_exported_members.py``: each distribution's package ``__init__`` exports the
 names other distributions and the CLI use, and the lists are held here, so a name added to or
 dropped from a front door is a decision, not an accident. The names load on first use (PEP
-562): importing a front door loads none of its modules. The scheduler's list is held in
-``tests/cli/test_scheduler_exports.py``.
+562): importing a front door loads none of its modules.
 """
 
 from __future__ import annotations
@@ -249,6 +248,29 @@ EXPORTED: dict[str, list[str]] = {
         "parse_window_spec",
         "plan_from_report",
     ],
+    "scheduler": [
+        "DEFAULT_KILL_AFTER_SECONDS",
+        "DEFAULT_SHUTDOWN_GRACE_SECONDS",
+        "ArgsCheck",
+        "JobArgsError",
+        "JobConfig",
+        "JobKind",
+        "JsonLog",
+        "RunResult",
+        "Runner",
+        "ScheduleConfig",
+        "ScheduleError",
+        "child_argv",
+        "cron_trigger",
+        "load_schedule",
+        "next_fire_times",
+        "parse_schedule",
+        "run_once",
+        "send_webhook",
+        "serve",
+        "update_latest",
+        "zone",
+    ],
 }
 
 ALLOWED_BACK_DOORS: dict[str, str] = {
@@ -296,6 +318,19 @@ def test_run_stays_the_function_after_its_module_loads() -> None:
     from migscope.analyzer import run
 
     assert inspect.isfunction(run)
+
+
+def test_a_scheduler_default_loads_no_engine() -> None:
+    """``migscope schedule --help`` reads the package's defaults only: no APScheduler,
+    pydantic or YAML, and of the scheduler's modules only the one holding them."""
+    code = (
+        "import sys, migscope.scheduler\n"
+        "from migscope.scheduler import DEFAULT_SHUTDOWN_GRACE_SECONDS\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('apscheduler', 'yaml',"
+        " 'pydantic', 'migscope.scheduler.'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['migscope.scheduler.defaults']"
 
 
 def test_importing_a_front_door_loads_none_of_its_modules() -> None:
