@@ -313,7 +313,7 @@ written: a scan of a metric with no series costs nothing)."""
 
 def raw_scan(url: str, end: float) -> dict[str, float]:
     """One raw scan: ``count_over_time(m[7d])`` of each metric read, one after the other."""
-    from migscope.analyzer.sources.prometheus import PrometheusClient
+    from migscope.analyzer._intake.prometheus import PrometheusClient
 
     with PrometheusClient(url, timeout=3600.0, trust_env=False) as client:
         started = time.perf_counter()
@@ -326,10 +326,10 @@ def raw_scan(url: str, end: float) -> dict[str, float]:
 
 def measure(url: str, start: float, end: float, mode: str, workers: int) -> dict[str, Any]:
     """One analysis of the window through ``--stats mode``; its numbers and peak RSS."""
-    from migscope.analyzer.analysis import run
-    from migscope.analyzer.options import AnalyzeOptions
-    from migscope.analyzer.sources.prometheus import PrometheusClient
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.analyzer._analysis import run
+    from migscope.analyzer._intake.prometheus import PrometheusClient
+    from migscope.analyzer._intake.prometheus_source import PrometheusSource
+    from migscope.analyzer._options import AnalyzeOptions
 
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over fork+exec, so it would report the
     # parent's (the generator's) peak; VmHWM belongs to this process's own address space.

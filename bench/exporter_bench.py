@@ -37,9 +37,9 @@ from typing import Any
 
 import yaml
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.sampler import Sampler
-from migscope.exporter.settings import load_settings
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._sampler import Sampler
+from migscope.exporter._settings import load_settings
 from migscope.sim import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.dcgm_compat import DcgmExposition
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._dcgm_compat import DcgmExposition
+from migscope.exporter._sampler import Sampler
 
 MASK = "GPU-00000000-0000-0000-0000-000000000000"
 SMI_FIELDS = (

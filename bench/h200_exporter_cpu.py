@@ -62,9 +62,9 @@ class CountingNvml:
 def cost_model(cycles: int) -> dict[str, Any]:
     import pynvml
 
-    from migscope.exporter.backends.nvml import NvmlBackend
-    from migscope.exporter.sampler import Sampler
-    from migscope.exporter.settings import load_settings
+    from migscope.exporter._backends.nvml import NvmlBackend
+    from migscope.exporter._sampler import Sampler
+    from migscope.exporter._settings import load_settings
 
     s = load_settings(environ={})
     counting = CountingNvml(pynvml)
@@ -158,7 +158,7 @@ def _scrapes(port: int, n: int, gzip: bool) -> dict[str, float]:
 
 def served(seconds: float, warmup: float, scrapes: int, env: dict[str, str]) -> dict[str, Any]:
     port = _free_port()
-    code = "import sys; from migscope.exporter.cli import main; main(sys.argv[1:])"
+    code = "import sys; from migscope.exporter._cli import main; main(sys.argv[1:])"
     child = subprocess.Popen(
         [sys.executable, "-c", code, "--listen", f"127.0.0.1:{port}", "--no-pod-attribution"],
         env={**os.environ, **env},

@@ -8,7 +8,7 @@ and, without a GPU, ``--dry-run`` runs the same code over the simulator (no load
 worth reading) to check the script itself. It changes no GPU setting (no MIG mode, clocks,
 power limits, persistence or reset). It records, into ``OUT_DIR/h200-freshness.json``:
 
-1. ``profile_table``: the production reader (:mod:`migscope.exporter.backends.nvml.profiles`)
+1. ``profile_table``: the production reader (:mod:`migscope.exporter._backends.nvml.profiles`)
    on GPU 0, every NVML call it made with its answer or error code and its latency, and the
    ``migscope_gpu_mig_profile_info`` lines the collector renders from a full backend read.
 2. ``gpm_sample_memory``: resident memory per filled GPM sample buffer (the ring's cost).
@@ -42,11 +42,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.backends.nvml.codes import code_of
-from migscope.exporter.backends.nvml.profiles import read_profile_table
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._backends.nvml.codes import code_of
+from migscope.exporter._backends.nvml.profiles import read_profile_table
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._sampler import Sampler
 
 Config = tuple[str, float, float]
 CONFIGS: tuple[Config, ...] = (

@@ -28,9 +28,9 @@ from typing import Any
 import pynvml
 from prometheus_client import CollectorRegistry, generate_latest
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._sampler import Sampler
 
 LOAD = r"""
 import time, torch

@@ -7,7 +7,7 @@ on the same validated report, at several fleet sizes, and prints the ratios old 
 
 * **Input**: :func:`support.planted_fleet.planted_fleet` (planted week statistics with
   168 hours of activity per slice, analysed by the real pipeline), then
-  :func:`migscope.analyzer.report.report_data` and ``validate_report``: what
+  :func:`migscope.analyzer._report.report_data` and ``validate_report``: what
   ``migscope analyze --out`` renders.
 * **Render**: the Python time of ``render_html`` (``render s``).
 * **Browser**: a fresh headless Chromium per page (Debian's ``chromium``), driven over the
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OLD_COMMIT = "f29f197148319a98ec9c188e60c6baa0d29584c2"
 """The last commit before issue 14's report (the renderer of the 177 MB page)."""
 _OLD_PACKAGE = "old_report_html"
-_HTML_DIR = "analyzer/src/migscope/analyzer/report/html"
+_HTML_DIR = "analyzer/src/migscope/analyzer/_report/html"
 _TIMINGS = """new Promise(function(done){
   var nav = performance.getEntriesByType('navigation')[0];
   function finish(fcp){ requestAnimationFrame(function(){ requestAnimationFrame(function(){
@@ -76,7 +76,7 @@ def old_renderer(commit: str, work: Path) -> Callable[..., str]:
             text=True,
             check=True,
         ).stdout
-        (package / name).write_text(text.replace("migscope.analyzer.report.html", _OLD_PACKAGE))
+        (package / name).write_text(text.replace("migscope.analyzer._report.html", _OLD_PACKAGE))
     sys.path.insert(0, str(work))
     module = importlib.import_module(_OLD_PACKAGE)
     render: Callable[..., str] = module.render_html
@@ -100,7 +100,7 @@ def measure(n: int, old: Callable[..., str], work: Path, timeout_s: float) -> di
     """Both pages of an ``n``-slice fleet: bytes, render time and browser timings."""
     from support.planted_fleet import planted_fleet
 
-    from migscope.analyzer.report import render_html, report_data, validate_report
+    from migscope.analyzer._report import render_html, report_data, validate_report
 
     start = time.perf_counter()
     report = validate_report(report_data(planted_fleet(n)))

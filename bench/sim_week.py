@@ -18,7 +18,7 @@ from typing import Any
 from migscope.sim import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT / "sim" / "src" / "migscope" / "sim" / "scenarios" / "h200-node.yaml"
+DEFAULT = ROOT / "sim" / "src" / "migscope" / "sim" / "_scenarios" / "h200-node.yaml"
 STEP = 60.0
 WEEK = 7 * 86400.0
 

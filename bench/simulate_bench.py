@@ -9,12 +9,12 @@ periodic, bursty, trace) and a re-partition scale with N. For each N, each mode 
 a **child process** builds the simulation, then times one week at 60 s:
 
 * ``source``: iterating the slices, which is what the simulated source adds to an analysis;
-* ``analyze``: the slices through :func:`migscope.analyzer.pipeline.analyze` (statistics,
+* ``analyze``: the slices through :func:`migscope.analyzer._pipeline.analyze` (statistics,
   verdicts, plans), which is ``migscope analyze --simulate`` less writing the reports.
 
 Paths: ``old`` is the per-sample reference (``tests/support/sim_reference.py``, the source as
 it was before it evaluated whole arrays); ``new`` is
-:func:`migscope.analyzer.sources.simulation.simulate_slices`. A slice-week is 10,080 samples
+:func:`migscope.analyzer._intake.simulation.simulate_slices`. A slice-week is 10,080 samples
 (a slice ended or started by a re-partition counts for the part of the week it lived).
 Memory is the child's ``VmHWM`` (peak RSS), and ``base`` its ``VmHWM`` once the simulation is
 built, before the week is sampled. Times are printed, never asserted.
@@ -42,7 +42,7 @@ TEMPLATES = ("fleet-mixed", "h200-node")
 def fleet_tree(nodes: int) -> dict[str, Any]:
     """A scenario of ``nodes`` nodes: the built-in scenarios' nodes in turn, renamed."""
     from migscope.sim import BUILTIN_SCENARIOS
-    from migscope.sim.scenario import read_scenario_yaml
+    from migscope.sim._scenario import read_scenario_yaml
 
     trees = [read_scenario_yaml(BUILTIN_SCENARIOS[name])[0] for name in TEMPLATES]
     fleet = {k: v for k, v in trees[0].items() if k not in ("nodes", "faults")}
@@ -73,9 +73,9 @@ def child(nodes: int, mode: str, path: str) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
     from support.sim_reference import reference_slices
 
-    from migscope.analyzer.pipeline import analyze
-    from migscope.analyzer.sources.simulation import simulate_slices, simulation_window
-    from migscope.analyzer.stats import SliceSeries
+    from migscope.analyzer._intake.simulation import simulate_slices, simulation_window
+    from migscope.analyzer._intake.stats_local import SliceSeries
+    from migscope.analyzer._pipeline import analyze
     from migscope.sim import Simulation
 
     started = time.perf_counter()

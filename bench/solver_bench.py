@@ -3,7 +3,7 @@
 Demand comes from the Alibaba GPU trace v2023 (``bench/data/alibaba-v2023-openb-gpu-requests.csv``,
 aggregated from ``openb_pod_list_default.csv``; provenance in the file): every GPU-sharing pod
 maps to the smallest H200 profile whose compute share covers its ``gpu_milli`` and every
-whole-GPU pod to 7g per GPU (``migscope.analyzer.plan.demand_mix``). The mix is scaled to
+whole-GPU pod to 7g per GPU (``migscope.analyzer._plan.demand_mix``). The mix is scaled to
 ``--fill`` of each pool's compute slices. Two mixes: ``openb`` (all GPU pods: mostly whole
 GPUs) and ``openb-sharing`` (only the pods that share a GPU: the MIG-shaped part).
 
@@ -43,7 +43,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from migscope.analyzer.plan import (
+from migscope.analyzer._plan import (
     GpuState,
     Instance,
     LowerBound,
@@ -57,8 +57,8 @@ from migscope.analyzer.plan import (
     scale_demand,
     static_layout,
 )
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid, valid_layouts
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid, valid_layouts
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data" / "alibaba-v2023-openb-gpu-requests.csv"

@@ -314,7 +314,7 @@ def test_no_exported_name_is_also_one_of_its_modules(dist: str) -> None:
 
 
 def test_run_stays_the_function_after_its_module_loads() -> None:
-    importlib.import_module("migscope.analyzer.analysis")
+    importlib.import_module("migscope.analyzer._analysis")
     from migscope.analyzer import run
 
     assert inspect.isfunction(run)
@@ -330,11 +330,11 @@ def test_a_scheduler_default_loads_no_engine() -> None:
         " 'pydantic', 'migscope.scheduler.'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['migscope.scheduler.defaults']"
+    assert out.stdout.strip() == "['migscope.scheduler._defaults']"
 
 
 def test_importing_a_front_door_loads_none_of_its_modules() -> None:
-    """None but the loader they share (:mod:`migscope.core.front_door`, stdlib only)."""
+    """None but the loader they share (:mod:`migscope.core._front_door`, stdlib only)."""
     code = (
         "import importlib, json, sys\n"
         f"dists = {DISTRIBUTIONS!r}\n"
@@ -344,7 +344,7 @@ def test_importing_a_front_door_loads_none_of_its_modules() -> None:
         " if any(m.startswith(f'migscope.{d}.') for d in dists))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout) == ["migscope.core.front_door"]
+    assert json.loads(out.stdout) == ["migscope.core._front_door"]
 
 
 def _modules() -> list[tuple[str, Path]]:
@@ -394,15 +394,15 @@ def test_other_distributions_import_only_through_the_front_door() -> None:
 
 def test_a_back_door_is_found() -> None:
     tree = ast.parse(
-        "from migscope.core.spec.v1 import ReportV1\n"
-        "import migscope.kube.client\n"
+        "from migscope.core._spec.v1 import ReportV1\n"
+        "import migscope.kube._client\n"
         "from migscope.core import UserError\n"
-        "from migscope.analyzer import report\n"
+        "from migscope.analyzer import _report\n"
         "from migscope.analyzer import run as r, build_report\n"
     )
     assert _back_doors("analyzer", tree) == [
-        "line 1: migscope.core.spec.v1 (use migscope.core)",
-        "line 2: migscope.kube.client (use migscope.kube)",
+        "line 1: migscope.core._spec.v1 (use migscope.core)",
+        "line 2: migscope.kube._client (use migscope.kube)",
         "line 5: its own front door (run, build_report)",
     ]
 

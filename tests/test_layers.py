@@ -89,19 +89,29 @@ def test_the_analyzer_importing_the_applier_is_caught(tmp_path: Path) -> None:
 
 
 def test_the_pipeline_reaching_for_a_source_is_caught(tmp_path: Path) -> None:
-    """Decisions take data: the pipeline never imports a source (they sit side by side)."""
+    """Decisions take data: the pipeline reads the intake's statistics, never a source."""
     root = _copy_tree(tmp_path)
-    with (root / "analyzer/src/layercheck/analyzer/pipeline.py").open("a") as f:
-        f.write("\nimport layercheck.analyzer.sources.file  # noqa\n")
+    with (root / "analyzer/src/layercheck/analyzer/_pipeline.py").open("a") as f:
+        f.write("\nimport layercheck.analyzer._intake.file  # noqa\n")
     result = _lint(root)
     assert result.returncode != 0
-    assert "Analyzer layers:" in result.stdout
+    assert "Analyzer decisions take data" in result.stdout
 
 
 def test_a_decision_module_importing_an_http_client_is_caught(tmp_path: Path) -> None:
     root = _copy_tree(tmp_path)
-    with (root / "analyzer/src/layercheck/analyzer/classify.py").open("a") as f:
+    with (root / "analyzer/src/layercheck/analyzer/_judge/classify.py").open("a") as f:
         f.write("\nimport httpx  # noqa\n")
     result = _lint(root)
     assert result.returncode != 0
     assert "Analyzer decisions take data" in result.stdout
+
+
+def test_the_intake_reaching_for_the_report_is_caught(tmp_path: Path) -> None:
+    """The flow runs one way: intake → judge → plan → report, never back."""
+    root = _copy_tree(tmp_path)
+    with (root / "analyzer/src/layercheck/analyzer/_intake/file.py").open("a") as f:
+        f.write("\nimport layercheck.analyzer._report  # noqa\n")
+    result = _lint(root)
+    assert result.returncode != 0
+    assert "Analyzer along its flow" in result.stdout

@@ -93,7 +93,7 @@ def test_console_scripts() -> None:
     }
     assert scripts == {
         "migscope": ("migscope", "migscope.cli.main:main"),
-        "migscope-exporter": ("migscope-exporter", "migscope.exporter.cli:main"),
+        "migscope-exporter": ("migscope-exporter", "migscope.exporter._cli:main"),
     }
 
 

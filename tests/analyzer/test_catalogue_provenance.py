@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from migscope.analyzer.gpu_catalogue import BUILT_IN
+from migscope.analyzer._intake.gpu_catalogue import BUILT_IN
 from migscope.cli.main import cli
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "exporter-sim-h200.prom"

@@ -17,19 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.analyzer.classify import (
+from migscope.analyzer._intake.dialect import DIALECT_METRICS, iter_slice_series
+from migscope.analyzer._intake.openmetrics import read_exposition
+from migscope.analyzer._intake.stats_local import iter_slice_stats
+from migscope.analyzer._judge.classify import (
     ACTIVITY_UNKNOWN,
     Classification,
     Status,
     classify,
     right_size,
 )
-from migscope.analyzer.dialect import DIALECT_METRICS, iter_slice_series
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
-from migscope.analyzer.openmetrics import read_exposition
-from migscope.analyzer.policy import Policy, parse_policy
-from migscope.analyzer.stats import iter_slice_stats
-from migscope.core.catalogue import GpuModel, find_model
+from migscope.analyzer._judge.policy import Policy, parse_policy
+from migscope.analyzer._model import Owner, SliceInfo, SliceKey, SliceStats
+from migscope.core._catalogue import GpuModel, find_model
 
 MIB = float(1 << 20)
 H200 = find_model("H200-141GB")
@@ -411,9 +411,10 @@ def test_decision_modules_stay_free_of_io_clients() -> None:
     # exporter, an HTTP client or the Kubernetes client.
     code = (
         "import sys\n"
-        "import migscope.analyzer.classify, migscope.analyzer.dialect, "
-        "migscope.analyzer.policy, migscope.analyzer.stats, migscope.analyzer.model, "
-        "migscope.analyzer.openmetrics\n"
+        "import migscope.analyzer._judge.classify, migscope.analyzer._intake.dialect, "
+        "migscope.analyzer._judge.policy, migscope.analyzer._intake.stats_local, "
+        "migscope.analyzer._model, "
+        "migscope.analyzer._intake.openmetrics\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kubernetes')"
         " or m.startswith('migscope.exporter'))\n"
         "print(','.join(bad))\n"

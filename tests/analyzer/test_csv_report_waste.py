@@ -13,7 +13,7 @@ import math
 
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer.report import render, render_csv, report_data
+from migscope.analyzer._report import render, render_csv, report_data
 
 
 def test_pool_and_waste_columns_are_the_reports_and_add_up_to_the_headline() -> None:

@@ -4,7 +4,8 @@ Issue 12, items 11-13. Infinite and huge values once crashed the report at its v
 (JSON has no infinity); negative or 700 % activity, memory in use above the slice's total and
 numbers that only Python reads (``1_0``, other scripts' digits) changed verdicts without a
 word; and one empty answer from the server discarded the pods known to hold a slice. The rules
-are :mod:`migscope.analyzer.stats.quality`'s; the file path and the Prometheus path apply them
+are :mod:`migscope.analyzer._intake.stats_local.quality`'s; the file path and the Prometheus path
+apply them
 alike, which is checked here on a real Prometheus and a real VictoriaMetrics, and both put one
 note per kind in the report.
 """
@@ -33,17 +34,22 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.analysis import run
-from migscope.analyzer.dialect import indexes, iter_slice_series, keeps
-from migscope.analyzer.model import SliceInfo, SliceKey, SliceStats
-from migscope.analyzer.openmetrics import ExpositionError, parse_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report import render
-from migscope.analyzer.sources.file import FileSource
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.stats import RangeSemantics, SliceSeries, TimeSeries, slice_stats
+from migscope.analyzer._analysis import run
+from migscope.analyzer._intake.dialect import indexes, iter_slice_series, keeps
+from migscope.analyzer._intake.file import FileSource
+from migscope.analyzer._intake.openmetrics import ExpositionError, parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_local import (
+    RangeSemantics,
+    SliceSeries,
+    TimeSeries,
+    slice_stats,
+)
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._model import SliceInfo, SliceKey, SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import render
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRAPE = FIXTURES / "migscope" / "sim-h200-node-once.txt"

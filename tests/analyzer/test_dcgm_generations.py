@@ -4,7 +4,7 @@ dcgm-exporter 4.9.0 renamed its default fields to DCGM 4.7's names and changed u
 (framebuffer MiB -> bytes), renamed the driver label ``DCGM_FI_DRIVER_VERSION`` ->
 ``DCGM_FI_SYSTEM_DRIVER_VERSION`` and added ``DCGM_FI_DEV_FB_CAPACITY_BYTES``; 4.8.3 had renamed
 the host label ``Hostname`` -> ``hostname``. The names and units used here are the analyzer's
-table (:data:`migscope.analyzer.dialect.names.DCGM_FIELDS`, with the evidence for each; the
+table (:data:`migscope.analyzer._intake.dialect.names.DCGM_FIELDS`, with the evidence for each; the
 framebuffer's used/free byte names are inferred there, not read from a 4.9 file).
 
 No public dcgm-exporter 4.9 scrape of a MIG GPU was found (GitHub issues and code searched for
@@ -41,7 +41,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.dialect import (
+from migscope.analyzer._intake.dialect import (
     DCGM_FIELDS,
     Dialect,
     NoMigSeriesError,
@@ -51,15 +51,15 @@ from migscope.analyzer.dialect import (
     iter_slice_series,
     keeps,
 )
-from migscope.analyzer.gpu_facts import DRIVER_LABELS
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.prometheus_source import PrometheusSource
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.stats import RangeSemantics, slice_stats
+from migscope.analyzer._intake.gpu_facts import DRIVER_LABELS
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.prometheus_source import PrometheusSource
+from migscope.analyzer._intake.stats_local import RangeSemantics, slice_stats
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._model import SliceStats
 from migscope.cli.main import cli
-from migscope.core.metrics import DCGM_COMPAT
+from migscope.core._metrics import DCGM_COMPAT
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the hour grid, well clear of "now"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.analyzer.classify import Status, classify
-from migscope.analyzer.demand import pool_demand, pool_key, slice_contribution
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey, SliceStats
-from migscope.core.catalogue import find_model
+from migscope.analyzer._judge.classify import Status, classify
+from migscope.analyzer._judge.demand import pool_demand, pool_key, slice_contribution
+from migscope.analyzer._model import Owner, SliceInfo, SliceKey, SliceStats
+from migscope.core._catalogue import find_model
 
 H200 = find_model("H200-141GB")
 GIB = 1 << 30

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from migscope.analyzer.dialect import (
+from migscope.analyzer._intake.dialect import (
     DEFAULT_NODE,
     DIALECT_METRICS,
     MIB,
@@ -28,8 +28,8 @@ from migscope.analyzer.dialect import (
     node_of,
     pod_of,
 )
-from migscope.analyzer.openmetrics import ExpositionError, parse_exposition, read_exposition
-from migscope.analyzer.stats import SliceSeries, slice_stats
+from migscope.analyzer._intake.openmetrics import ExpositionError, parse_exposition, read_exposition
+from migscope.analyzer._intake.stats_local import SliceSeries, slice_stats
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DCGM_3GI = FIXTURES / "dcgm" / "dcgm-mig-a100-40gb-3gi-active.txt"

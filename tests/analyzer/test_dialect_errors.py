@@ -37,8 +37,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.classify import Status
-from migscope.analyzer.dialect import (
+from migscope.analyzer._intake.dialect import (
     MIB,
     NoMigSeriesError,
     closest_names,
@@ -46,15 +45,16 @@ from migscope.analyzer.dialect import (
     iter_slice_series,
     keeps,
 )
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report import render
-from migscope.analyzer.sources.file import read_openmetrics
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.stats import RangeSemantics, SliceSeries, slice_stats
+from migscope.analyzer._intake.file import read_openmetrics
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_local import RangeSemantics, SliceSeries, slice_stats
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._judge.classify import Status
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import render
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dcgm"
 CAPTURE = (FIXTURES / "dcgm-mig-a100-40gb-4gi-active.txt").read_text()  # GIs 5, 7, 8, 9

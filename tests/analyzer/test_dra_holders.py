@@ -29,27 +29,27 @@ from click.testing import CliRunner
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.claims import profile_selector, template_origin
-from migscope.analyzer.dialect import (
+from migscope.analyzer._intake.backfill import iter_history, write_openmetrics
+from migscope.analyzer._intake.dialect import (
     DIALECT_METRICS,
     Dialect,
     holder_of,
     iter_slice_series,
 )
-from migscope.analyzer.history import iter_history, write_openmetrics
-from migscope.analyzer.model import Holder
-from migscope.analyzer.openmetrics import read_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report.html import render_html
-from migscope.analyzer.report.markdown import render_markdown
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
-from migscope.analyzer.stats import SliceSeries
+from migscope.analyzer._intake.openmetrics import read_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
+from migscope.analyzer._intake.stats_local import SliceSeries
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._judge.claims import profile_selector, template_origin
+from migscope.analyzer._model import Holder
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report.html import render_html
+from migscope.analyzer._report.markdown import render_markdown
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
-from migscope.core.spec.v1 import ReportV1, validate_report
+from migscope.core._spec.v1 import ReportV1, validate_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PLANTED_SCRAPE = FIXTURES / "dcgm" / "dcgm-dra-mig-h100nvl-planted.txt"

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from support.planted_slices import WEEK, planted_week
 
-from migscope.analyzer.gpu_catalogue import BUILT_IN, GpuCatalogue, choose_catalogue
-from migscope.analyzer.gpu_facts import GpuFacts
-from migscope.analyzer.model import SliceInfo, SliceKey
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.sources.file import FileSource
-from migscope.core.catalogue import GpuModel, find_model
-from migscope.core.drivers import DriverVersion
-from migscope.core.profile_table import ObservedProfile, ProfileTable, tables_from_nvidia_smi
+from migscope.analyzer._intake.file import FileSource
+from migscope.analyzer._intake.gpu_catalogue import BUILT_IN, GpuCatalogue, choose_catalogue
+from migscope.analyzer._intake.gpu_facts import GpuFacts
+from migscope.analyzer._model import SliceInfo, SliceKey
+from migscope.analyzer._pipeline import analyze
+from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._drivers import DriverVersion
+from migscope.core._profile_table import ObservedProfile, ProfileTable, tables_from_nvidia_smi
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"
 NVL_560 = (
@@ -232,11 +232,11 @@ def test_a_pool_plans_only_with_profiles_every_driver_in_it_has() -> None:
 def test_the_real_h200s_own_table_agrees_with_the_catalogue() -> None:
     """What the exporter published on a real H200 (driver 580.159.04, MIG disabled):
     docs/hardware/h200-profile-info.prom, read back as the analyzer reads a scrape."""
-    from migscope.analyzer.dialect.identity import node_of
-    from migscope.analyzer.dialect.names import GPU_INFO, GPU_PROFILE_INFO
-    from migscope.analyzer.gpu_facts import migscope_gpu_facts
-    from migscope.analyzer.openmetrics import read_exposition
-    from migscope.core.profile_table import compare
+    from migscope.analyzer._intake.dialect.identity import node_of
+    from migscope.analyzer._intake.dialect.names import GPU_INFO, GPU_PROFILE_INFO
+    from migscope.analyzer._intake.gpu_facts import migscope_gpu_facts
+    from migscope.analyzer._intake.openmetrics import read_exposition
+    from migscope.core._profile_table import compare
 
     real = Path(__file__).parents[2] / "docs" / "hardware" / "h200-profile-info.prom"
     found = read_exposition(real, keep={GPU_INFO, GPU_PROFILE_INFO}.__contains__)

@@ -13,10 +13,10 @@ import pytest
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.gpu_catalogue import choose_catalogue
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.prometheus_source import PrometheusSource
-from migscope.core.catalogue import find_model
+from migscope.analyzer._intake.gpu_catalogue import choose_catalogue
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.prometheus_source import PrometheusSource
+from migscope.core._catalogue import find_model
 
 STEP = 60
 # Half past an hour, two hours ago (VictoriaMetrics 1.x misses a lone sample on the hour).

@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pytest
 
-from migscope.analyzer.dialect import MIB, Dialect, iter_slice_series
-from migscope.analyzer.history import write_openmetrics
-from migscope.analyzer.model import SliceInfo, SliceKey, SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
-from migscope.analyzer.stats import SliceSeries, TimeSeries, slice_stats
+from migscope.analyzer._intake.backfill import write_openmetrics
+from migscope.analyzer._intake.dialect import MIB, Dialect, iter_slice_series
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
+from migscope.analyzer._intake.stats_local import SliceSeries, TimeSeries, slice_stats
+from migscope.analyzer._model import SliceInfo, SliceKey, SliceStats
 
 WINDOW = 6 * 3600.0
 STEP = 60.0

@@ -23,17 +23,17 @@ import pytest
 from click.testing import CliRunner
 from support.report_page import Grid, decode_png, parse_page
 
-from migscope.analyzer.analysis import run
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import render_html, report_data, validate_report, write_reports
-from migscope.analyzer.report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
-from migscope.analyzer.report.html.png import LEVELS, UNKNOWN
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.base import Source
+from migscope.analyzer._analysis import run
+from migscope.analyzer._intake.base import Source
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._report import render_html, report_data, validate_report, write_reports
+from migscope.analyzer._report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
+from migscope.analyzer._report.html.png import LEVELS, UNKNOWN
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.analyze_inputs import choose_source, parse_window
 from migscope.cli.demo_cmd import DEMO_FLEET
 from migscope.cli.main import cli
-from migscope.core.catalogue import find_model
+from migscope.core._catalogue import find_model
 
 HOSTILE_POD = "<script>alert('pod')</script>"
 HOSTILE_NS = '"><img src=x onerror=alert(1)>'

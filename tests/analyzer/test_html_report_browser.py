@@ -21,7 +21,7 @@ import pytest
 from support.cdp import CHROMIUM, Browser, Page
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer.report import render_html, report_data, validate_report
+from migscope.analyzer._report import render_html, report_data, validate_report
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian package chromium not installed")
 

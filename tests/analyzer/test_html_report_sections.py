@@ -17,8 +17,8 @@ import pytest
 from support.planted_fleet import planted_fleet
 from support.report_page import Page, parse_page
 
-from migscope.analyzer.report import render_html, report_data, validate_report
-from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer._report import render_html, report_data, validate_report
+from migscope.analyzer._result import AnalysisResult
 
 SLICES = 1000
 BYTES_PER_SLICE = 4096

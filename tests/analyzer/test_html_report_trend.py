@@ -18,20 +18,20 @@ from click.testing import CliRunner
 from support.planted_fleet import planted_fleet
 from support.report_page import parse_page
 
-from migscope.analyzer.report import (
+from migscope.analyzer._report import (
     ReportExtras,
     render_html,
     report_data,
     validate_report,
     write_reports,
 )
-from migscope.analyzer.report.grafana import (
+from migscope.analyzer._report.grafana import (
     GrafanaUrlError,
     dashboard_uids,
     dashboard_url,
     normalise_base_url,
 )
-from migscope.analyzer.report.trend import read_trend
+from migscope.analyzer._report.trend import read_trend
 from migscope.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import yaml
 from click.testing import CliRunner
 from support.kubeapi import KubeApiServer, pod
 
-from migscope.analyzer.sources.kube_pending import (
+from migscope.analyzer._intake.kube_pending import (
     list_pending_pods,
     pending_demand,
     pod_mig_requests,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer.report import (
+from migscope.analyzer._report import (
     ReportExtras,
     render_html,
     render_markdown,
@@ -23,10 +23,10 @@ from migscope.analyzer.report import (
     validate_report,
     write_reports,
 )
-from migscope.analyzer.report.grafana import dashboard_uids
-from migscope.analyzer.report.next_step import next_step
-from migscope.analyzer.report.trend import per_week, read_trend
-from migscope.core.spec.v1 import ReportV1
+from migscope.analyzer._report.grafana import dashboard_uids
+from migscope.analyzer._report.next_step import next_step
+from migscope.analyzer._report.trend import per_week, read_trend
+from migscope.core._spec.v1 import ReportV1
 
 
 @pytest.fixture(scope="module")

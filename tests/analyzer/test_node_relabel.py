@@ -33,12 +33,12 @@ from support.prometheus import (
 from support.victoria import VictoriaServer
 from test_uuid_grouping import FIELDS, _close
 
-from migscope.analyzer.dialect import Dialect, indexes, iter_slice_series, keeps
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.stats import RangeSemantics, slice_stats
+from migscope.analyzer._intake.dialect import Dialect, indexes, iter_slice_series, keeps
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_local import RangeSemantics, slice_stats
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._model import SliceStats
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from migscope.analyzer.classify import Status
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report import render_csv, render_markdown, validate_report, write_reports
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid
-from migscope.core.migparted import check_config, parse_config
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
+from migscope.analyzer._judge.classify import Status
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import render_csv, render_markdown, validate_report, write_reports
+from migscope.analyzer._result import AnalysisResult
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid
+from migscope.core._migparted import check_config, parse_config
 
 SCENARIO = {
     "version": 1,

@@ -22,18 +22,18 @@ import yaml
 from support.prometheus import HistorySeries, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.dialect import Dialect
-from migscope.analyzer.history import iter_history
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.local_prometheus import LocalPrometheus
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid
-from migscope.core.migparted import check_config
+from migscope.analyzer._intake.backfill import iter_history
+from migscope.analyzer._intake.dialect import Dialect
+from migscope.analyzer._intake.local_prometheus import LocalPrometheus
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._result import AnalysisResult
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid
+from migscope.core._migparted import check_config
 
 WEEK = 7 * 86400.0
 STEP = 300.0

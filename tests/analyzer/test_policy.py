@@ -13,7 +13,7 @@ import pydantic
 import pytest
 import yaml
 
-from migscope.analyzer.policy import (
+from migscope.analyzer._judge.policy import (
     Policy,
     PolicyError,
     default_policy,
@@ -22,7 +22,9 @@ from migscope.analyzer.policy import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_FILE = ROOT / "analyzer" / "src" / "migscope" / "analyzer" / "policy-default.yaml"
+DEFAULT_FILE = (
+    ROOT / "analyzer" / "src" / "migscope" / "analyzer" / "_judge" / "policy-default.yaml"
+)
 DOC = ROOT / "docs" / "classification.md"
 
 

@@ -39,7 +39,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources.prometheus import (
+from migscope.analyzer._intake.prometheus import (
     PrometheusClient,
     PrometheusError,
     PrometheusQueryError,
@@ -50,7 +50,7 @@ from migscope.analyzer.sources.prometheus import (
     QueryStats,
     Series,
 )
-from migscope.analyzer.sources.promql import selector
+from migscope.analyzer._intake.promql import selector
 
 # 8 hours ago on the hour (a multiple of every step used below), 6 hours of 1-minute samples.
 T0 = (int(time.time()) // 3600 - 8) * 3600
@@ -96,7 +96,7 @@ BAD_SAMPLE_JSON = json.dumps(
         "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "many"]}]},
     }
 )
-LOGGER = "migscope.analyzer.sources.prometheus"
+LOGGER = "migscope.analyzer._intake.prometheus"
 
 ENGINES = [
     pytest.param("prometheus", marks=requires_prometheus),

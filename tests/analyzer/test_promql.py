@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources.prometheus import PrometheusClient, PrometheusQueryError
-from migscope.analyzer.sources.promql import (
+from migscope.analyzer._intake.prometheus import PrometheusClient, PrometheusQueryError
+from migscope.analyzer._intake.promql import (
     Matcher,
     duration,
     escape_label_value,

@@ -36,7 +36,7 @@ import pytest
 from click.testing import CliRunner
 from support.prometheus import FaultProxy, Reply, free_port
 
-from migscope.analyzer.sources.prometheus import (
+from migscope.analyzer._intake.prometheus import (
     PrometheusClient,
     PrometheusError,
     PrometheusResponseError,

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 from support.prometheus import HistorySeries, PrometheusServer, free_port, requires_prometheus
 
-from migscope.analyzer.dialect import Dialect, NoMigSeriesError
-from migscope.analyzer.sources.prometheus import PrometheusClient, PrometheusUnreachable
-from migscope.analyzer.sources.remote_stats import remote_slice_stats, snap_window
+from migscope.analyzer._intake.dialect import Dialect, NoMigSeriesError
+from migscope.analyzer._intake.prometheus import PrometheusClient, PrometheusUnreachable
+from migscope.analyzer._intake.stats_promql import remote_slice_stats, snap_window
 
 pytestmark = requires_prometheus
 

@@ -2,7 +2,7 @@
 
 Issue 20: a store that silently returned nothing for one node gave a smaller fleet and no word
 of it. The nodes come from the label index (``/api/v1/label/<node label>/values`` over the
-window, :func:`~migscope.analyzer.sources.remote_stats.discovery.find_nodes`); the slices and
+window, :func:`~migscope.analyzer._intake.stats_promql.discovery.find_nodes`); the slices and
 their statistics from instant and range queries per chunk of nodes. The two can disagree:
 
 * for real, on a plain Prometheus: its label index answers per block, not per sample, so a
@@ -31,9 +31,9 @@ from support.prometheus import (
     requires_prometheus,
 )
 
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.sources.remote_stats.result import StatsMode, silent_nodes_note
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._intake.stats_promql.result import StatsMode, silent_nodes_note
 from migscope.cli.main import cli
 
 pytestmark = requires_prometheus

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.result import AnalysisResult
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
 
 

@@ -17,14 +17,14 @@ import re
 import pytest
 from support.planted_slices import WEEK, planted_week
 
-from migscope.analyzer.model import Owner, SliceStats
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report import render_csv, render_markdown, validate_report
-from migscope.analyzer.report.csv_report import CSV_COLUMNS
-from migscope.analyzer.result import AnalysisResult
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid
+from migscope.analyzer._model import Owner, SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import render_csv, render_markdown, validate_report
+from migscope.analyzer._report.csv_report import CSV_COLUMNS
+from migscope.analyzer._result import AnalysisResult
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid
 
 H200 = find_model("H200-141GB")
 BALANCED = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
@@ -161,7 +161,7 @@ def test_csv_numbers_stay_numbers(result: AnalysisResult) -> None:
 
 def test_a_negative_number_is_not_quoted() -> None:
     """Only text is neutralised: a number below zero is a number, not a formula."""
-    from migscope.analyzer.report.csv_report import neutralise
+    from migscope.analyzer._report.csv_report import neutralise
 
     assert neutralise(-1.5) == -1.5
     assert neutralise("-1.5") == "'-1.5"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer.report import (
+from migscope.analyzer._report import (
     json_text,
     report_data,
     validate_report,

@@ -15,7 +15,7 @@ that pins the wrong GPUs fails here:
   disruptive;
 - busy slices count as demand whether or not a pod is known;
 - with too little history anywhere, nothing is recommended;
-- ``migscope.core.disruption.violations`` finds nothing in any recommendation.
+- ``migscope.core._disruption.violations`` finds nothing in any recommendation.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.planted_slices import PINNING, ROLES, WEEK, planted_week
 
-from migscope.analyzer.classify import Status
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.result import AnalysisResult
-from migscope.core.catalogue import GpuModel, find_model
-from migscope.core.disruption import violations
-from migscope.core.layout import is_valid, valid_layouts
+from migscope.analyzer._judge.classify import Status
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._result import AnalysisResult
+from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._disruption import violations
+from migscope.core._layout import is_valid, valid_layouts
 
 MODELS = [find_model("H200-141GB"), find_model("H100-80GB"), find_model("A30-24GB")]
 

@@ -20,13 +20,13 @@ import pytest
 import yaml
 from support.sim_reference import reference_slices
 
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.sources.sim_truth import instance_truth
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
-from migscope.analyzer.stats import SliceSeries
+from migscope.analyzer._intake.sim_truth import instance_truth
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
+from migscope.analyzer._intake.stats_local import SliceSeries
+from migscope.analyzer._pipeline import analyze
 from migscope.sim import Simulation
-from migscope.sim.gpu import MIG_RESERVED_BYTES, SimInstance
-from migscope.sim.workloads import Bursty, MemoryModel, Periodic, Trace, Workload
+from migscope.sim._gpu import MIG_RESERVED_BYTES, SimInstance
+from migscope.sim._workloads import Bursty, MemoryModel, Periodic, Trace, Workload
 
 DAY = 86400.0
 WEEK = 7 * DAY

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from migscope.analyzer.analysis import run
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import render_csv, render_markdown, validate_report
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.file import FileSource
-from migscope.analyzer.sources.simulation import SimulationSource
+from migscope.analyzer._analysis import run
+from migscope.analyzer._intake.file import FileSource
+from migscope.analyzer._intake.simulation import SimulationSource
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._report import render_csv, render_markdown, validate_report
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.summary import summary_lines
 
 ONCE = Path(__file__).parent.parent / "fixtures" / "migscope" / "sim-h200-node-once.txt"

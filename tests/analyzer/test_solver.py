@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from migscope.analyzer.plan import (
+from migscope.analyzer._plan import (
     GpuState,
     Instance,
     Plan,
@@ -32,9 +32,9 @@ from migscope.analyzer.plan import (
     scale_demand,
     static_layout,
 )
-from migscope.core.catalogue import GpuModel, find_model
-from migscope.core.layout import Layout, is_valid, valid_layouts
-from migscope.core.migparted import check_config, emit_config, parse_config
+from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._layout import Layout, is_valid, valid_layouts
+from migscope.core._migparted import check_config, emit_config, parse_config
 
 H200 = find_model("H200-141GB")
 A30 = find_model("A30-24GB")
@@ -656,7 +656,7 @@ def test_demand_accepts_aliases_and_nvml_names() -> None:
 
 def test_the_planner_imports_no_io_libraries() -> None:
     code = (
-        "import sys, migscope.analyzer.plan as p; "
+        "import sys, migscope.analyzer._plan as p; "
         "print(sorted(m for m in ('httpx', 'kubernetes', 'pandas', 'requests', 'grpc', 'urllib3') "
         "if m in sys.modules))"
     )

@@ -14,16 +14,16 @@ from types import TracebackType
 import pytest
 from support.planted_slices import WEEK, planted_week
 
-from migscope.analyzer.analysis import NothingInWindowError, run
-from migscope.analyzer.gpu_facts import GpuFacts
-from migscope.analyzer.options import AnalyzeOptions, BadOptionError
-from migscope.analyzer.sources.base import Origin, Slices, Source, SourceError, Window
-from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
-from migscope.analyzer.sources.file import FileSource
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.prometheus_source import PrometheusSource
-from migscope.analyzer.sources.simulation import SimulationSource
-from migscope.core.catalogue import find_model
+from migscope.analyzer._analysis import NothingInWindowError, run
+from migscope.analyzer._intake.base import Origin, Slices, Source, SourceError, Window
+from migscope.analyzer._intake.embedded_prometheus import EmbeddedPrometheusSource
+from migscope.analyzer._intake.file import FileSource
+from migscope.analyzer._intake.gpu_facts import GpuFacts
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.prometheus_source import PrometheusSource
+from migscope.analyzer._intake.simulation import SimulationSource
+from migscope.analyzer._options import AnalyzeOptions, BadOptionError
+from migscope.core._catalogue import find_model
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRAPE = FIXTURES / "migscope" / "sim-h200-node-once.txt"

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.analyzer.model import Owner, SliceInfo, SliceKey
-from migscope.analyzer.stats import (
+from migscope.analyzer._intake.stats_local import (
     RangeSemantics,
     SliceSeries,
     TimeSeries,
@@ -28,6 +27,7 @@ from migscope.analyzer.stats import (
     prometheus_quantile,
     slice_stats,
 )
+from migscope.analyzer._model import Owner, SliceInfo, SliceKey
 
 GIB = float(1 << 30)
 T0 = 1_760_000_000.0  # a whole minute
@@ -323,7 +323,7 @@ def test_stats_to_dict_is_json_without_nan() -> None:
 )
 def test_the_sort_based_unique_is_numpys_unique(parts: list[list[int]]) -> None:
     """``window._unique`` replaces ``np.unique``/``np.union1d`` for speed, not for a new answer."""
-    from migscope.analyzer.stats.window import _unique
+    from migscope.analyzer._intake.stats_local.window import _unique
 
     arrays = [np.asarray(p, dtype=np.int64) for p in parts]
     expected = np.unique(np.concatenate(arrays))

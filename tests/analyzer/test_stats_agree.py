@@ -26,15 +26,15 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer
 
-from migscope.analyzer.dialect import DIALECT_METRICS, Dialect, iter_slice_series
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import RemoteSliceStats, remote_slice_stats
-from migscope.analyzer.stats import RangeSemantics, slice_stats
-from migscope.core.migparted import check_config, emit_config, parse_config
+from migscope.analyzer._intake.dialect import DIALECT_METRICS, Dialect, iter_slice_series
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_local import RangeSemantics, slice_stats
+from migscope.analyzer._intake.stats_promql import RemoteSliceStats, remote_slice_stats
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.core._migparted import check_config, emit_config, parse_config
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the grid, well clear of "now"

@@ -4,7 +4,7 @@ The exporter publishes a slice's activity as a ratio gauge (the mean of its last
 before a scrape: at a 30 s or 60 s scrape it sees a fraction of the time and aliases) and as
 ``migscope_mig_graphics_active_seconds_total`` (its integral: the increase between two scrapes
 is the exact mean between them). Both statistics paths, the embedded one over raw samples
-(:func:`migscope.analyzer.stats.counter_activity`) and the server's PromQL
+(:func:`migscope.analyzer._intake.stats_local.counter_activity`) and the server's PromQL
 (:meth:`Queries.counter_ratio`), prefer the counter and fall back to the gauge per slice and
 interval. Six hours of minute data on the step grid are planted in a real Prometheus 2.42 and a
 real VictoriaMetrics, and:
@@ -35,21 +35,16 @@ from support.engines import ENGINES_AND_DIALECTS
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, to_openmetrics
 from support.victoria import VictoriaServer
 
-from migscope.analyzer.dialect import (
+from migscope.analyzer._intake.dialect import (
     DIALECT_METRICS,
     MIG_ACTIVE_SECONDS,
     MIG_ACTIVITY,
     Dialect,
     iter_slice_series,
 )
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import RemoteSliceStats, remote_slice_stats
-from migscope.analyzer.sources.remote_stats.queries import Queries
-from migscope.analyzer.stats import (
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.stats_local import (
     COUNTER_LOOKBACK_SECONDS,
     RangeSemantics,
     TimeSeries,
@@ -57,6 +52,11 @@ from migscope.analyzer.stats import (
     prefer_counter,
     slice_stats,
 )
+from migscope.analyzer._intake.stats_promql import RemoteSliceStats, remote_slice_stats
+from migscope.analyzer._intake.stats_promql.queries import Queries
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the hour, clear of VM's latency offset

@@ -1,7 +1,7 @@
 """The fast statistics equal the exact ones, field by field, on real engines and both dialects.
 
 ``remote_slice_stats(stats="fast")`` reads a few numbers per series and combines them per slice
-in Python (:mod:`migscope.analyzer.sources.remote_stats.fast`); the slices it cannot settle
+in Python (:mod:`migscope.analyzer._intake.stats_promql.fast`); the slices it cannot settle
 that way go to the exact queries, restricted to them. Two days of minute data hold one slice
 per thing that can make the two paths differ: a pod change in the middle of the window, two
 pods holding a slice at once, gaps of minutes and of hours, NaN, negative, above-1 and
@@ -38,14 +38,11 @@ from support.engines import ENGINES_AND_DIALECTS
 from support.prometheus import HistorySeries, ManagedServer, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.dialect import Dialect
-from migscope.analyzer.model import SliceKey, SliceStats
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.prometheus_source import PrometheusSource, resolution_note
-from migscope.analyzer.sources.remote_stats import RemoteSliceStats, modes, remote_slice_stats
-from migscope.analyzer.sources.remote_stats.cells import (
+from migscope.analyzer._intake.dialect import Dialect
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.prometheus_source import PrometheusSource, resolution_note
+from migscope.analyzer._intake.stats_promql import RemoteSliceStats, modes, remote_slice_stats
+from migscope.analyzer._intake.stats_promql.cells import (
     Grid,
     Presence,
     Unsettled,
@@ -53,10 +50,13 @@ from migscope.analyzer.sources.remote_stats.cells import (
     newest,
     union,
 )
-from migscope.analyzer.sources.remote_stats.concurrency import ordered_map
-from migscope.analyzer.sources.remote_stats.quality import bad_values
-from migscope.analyzer.sources.remote_stats.queries import MAX_QUERY_CHARS, Queries, _batches
-from migscope.analyzer.sources.remote_stats.result import StatsMode
+from migscope.analyzer._intake.stats_promql.concurrency import ordered_map
+from migscope.analyzer._intake.stats_promql.quality import bad_values
+from migscope.analyzer._intake.stats_promql.queries import MAX_QUERY_CHARS, Queries, _batches
+from migscope.analyzer._intake.stats_promql.result import StatsMode
+from migscope.analyzer._model import SliceKey, SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
 from migscope.cli.main import cli
 
 # --------------------------------------------------------------------------------------------

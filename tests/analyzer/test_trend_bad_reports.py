@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.report import validate_report
-from migscope.analyzer.report.trend import read_trend
+from migscope.analyzer._report import validate_report
+from migscope.analyzer._report.trend import read_trend
 from migscope.cli.main import cli
 
 ANALYZE = ["analyze", "--simulate", "h200-node", "--window", "1d", "-q"]

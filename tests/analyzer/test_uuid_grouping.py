@@ -35,17 +35,17 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer
 
-from migscope.analyzer.dialect import Dialect, indexes, iter_slice_series, keeps
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.local_prometheus import LocalPrometheus
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.analyzer.sources.remote_stats import remote_slice_stats
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
-from migscope.analyzer.stats import RangeSemantics, slice_stats
+from migscope.analyzer._intake.dialect import Dialect, indexes, iter_slice_series, keeps
+from migscope.analyzer._intake.local_prometheus import LocalPrometheus
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
+from migscope.analyzer._intake.stats_local import RangeSemantics, slice_stats
+from migscope.analyzer._intake.stats_promql import remote_slice_stats
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._result import AnalysisResult
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)

@@ -8,14 +8,14 @@ import pytest
 from analyzer.test_pipeline import SCENARIO
 from click.testing import CliRunner
 
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices, simulation_window
-from migscope.analyzer.whatif import replay
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._plan.whatif import replay
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
-from migscope.core.migparted import parse_config
-from migscope.core.named_layouts import UnknownConfigError
+from migscope.core._migparted import parse_config
+from migscope.core._named_layouts import UnknownConfigError
 
 
 def test_replay_by_hand() -> None:

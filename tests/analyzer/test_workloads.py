@@ -22,16 +22,16 @@ import yaml
 from click.testing import CliRunner
 from support.kubeapi import KubeApiServer, pod
 
-from migscope.analyzer.analysis import run
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import validate_report, write_reports
-from migscope.analyzer.sources.simulation import SimulationSource
-from migscope.analyzer.workloads import (
+from migscope.analyzer._analysis import run
+from migscope.analyzer._intake.simulation import SimulationSource
+from migscope.analyzer._judge.workloads import (
     Workload,
     guess_workload,
     owners_from_kube_state_metrics,
     owners_from_pods,
 )
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._report import validate_report, write_reports
 from migscope.cli.main import cli
 
 TOKEN = "owners-token"

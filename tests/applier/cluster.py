@@ -31,12 +31,12 @@ from support.kubeapi.mig_manager import (
 )
 from support.kubeapi.mig_manager import USER_AGENT as MIG_MANAGER_AGENT
 
-from migscope.applier.applier import Applier
-from migscope.applier.audit import Audit
-from migscope.applier.clock import Clock
-from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange, Provenance
-from migscope.applier.settings import ApplySettings
-from migscope.core.migparted import parse_config
+from migscope.applier._applier import Applier
+from migscope.applier._audit import Audit
+from migscope.applier._clock import Clock
+from migscope.applier._plan import ApplyPlan, GpuChange, NodeChange, Provenance
+from migscope.applier._settings import ApplySettings
+from migscope.core._migparted import parse_config
 from migscope.kube import Kube
 
 NAMESPACE = "gpu-operator"
@@ -175,7 +175,7 @@ class Cluster:
 
 
 class SimClock:
-    """Simulated time for the applier (a :class:`~migscope.applier.clock.Clock`; test fake).
+    """Simulated time for the applier (a :class:`~migscope.applier._clock.Clock`; test fake).
 
     Time moves only when the applier waits: :meth:`sleep` first lets the simulated cluster
     finish reacting (``settle``, in real time, however long a loaded machine takes), then

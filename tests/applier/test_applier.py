@@ -18,8 +18,8 @@ from applier.cluster import (
     resources,
     running_cluster,
 )
-from migscope.applier.lease import Lease, LeaseHeld
-from migscope.applier.steps import CHANGES_ANNOTATION, STATE_ANNOTATION, read_progress
+from migscope.applier._lease import Lease, LeaseHeld
+from migscope.applier._steps import CHANGES_ANNOTATION, STATE_ANNOTATION, read_progress
 
 
 def _events(api, node: str) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]

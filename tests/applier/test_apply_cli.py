@@ -266,7 +266,7 @@ def test_a_dry_run_after_an_interrupted_apply_reports_it_and_writes_nothing(
     from support.kubeapi.mig_manager import Knobs
 
     from applier.test_resume import Died, DyingKube, make_applier, plan, settle
-    from migscope.applier.steps import read_progress
+    from migscope.applier._steps import read_progress
 
     with running_cluster(token=TOKEN, knobs={"gpu-a": Knobs(stuck_pending=True)}) as c:
         dying = DyingKube(c.api.client(retries=False), die_at=5, after=True)  # after the relabel
@@ -307,9 +307,9 @@ def test_deprecated_apply_flags_still_work_and_say_what_to_use(tmp_path: Path) -
 def test_the_options_defaults_are_the_apply_settings_own() -> None:
     """``ApplySettings`` is the only home of the applier's defaults (issue 26): each option
     of ``migscope apply`` defaults to its field, as ``analyze --apply`` gets them."""
-    from migscope.applier.settings import ApplySettings
+    from migscope.applier._settings import ApplySettings
     from migscope.cli.apply_cmd import apply_command, parse_max_plan_age
-    from migscope.core.durations import parse_duration
+    from migscope.core._durations import parse_duration
 
     ctx = click.Context(apply_command)
     shown = {p.name: p.get_default(ctx) for p in apply_command.params}

@@ -3,7 +3,7 @@
 The planner promises that a GPU is re-created only when every slice on it is idle or
 unallocated with enough evidence, or that the change is disruptive and names every pod on
 it (docs/planner.md). The applier does not take that on trust: it runs
-``migscope.core.disruption.violations`` on each recommendation of the report and skips a node
+``migscope.core._disruption.violations`` on each recommendation of the report and skips a node
 whose recommendation breaks it, so a hand-edited, truncated or buggy report cannot destroy a
 slice in use. And every plan, whatever it holds, goes through a dry run without one write.
 
@@ -26,14 +26,14 @@ from hypothesis import strategies as st
 from support.planted_slices import ROLES, WEEK, planted_week
 
 from applier.cluster import BALANCED, Cluster, provenance, running_cluster
-from migscope.analyzer.model import SliceStats
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.applier.plan import NO_EVIDENCE, PlanError, load_plan, plan_from_report
-from migscope.core.catalogue import find_model
-from migscope.core.disruption import violations
-from migscope.core.layout import is_valid
-from migscope.core.migparted import MigPartedConfig, emit_config
+from migscope.analyzer._model import SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.applier._plan import NO_EVIDENCE, PlanError, load_plan, plan_from_report
+from migscope.core._catalogue import find_model
+from migscope.core._disruption import violations
+from migscope.core._layout import is_valid
+from migscope.core._migparted import MigPartedConfig, emit_config
 
 H200 = find_model("H200-141GB")
 

@@ -40,16 +40,16 @@ from applier.cluster import (
     cluster_policy,
     plan,
 )
-from migscope.applier.applier import DYNAMIC_MIG, ClusterRefused
-from migscope.applier.dra import (
+from migscope.applier._applier import DYNAMIC_MIG, ClusterRefused
+from migscope.applier._dra import (
     claim_names,
     claimed_devices,
     dra_pods_at_risk,
     node_management,
     published_resources,
 )
-from migscope.applier.plan import GpuChange, NodeChange
-from migscope.core.dra_names import profile_key
+from migscope.applier._plan import GpuChange, NodeChange
+from migscope.core._dra_names import profile_key
 from migscope.kube import Kube
 
 REAL = Path(__file__).parent.parent / "fixtures" / "real" / "dra"

@@ -19,10 +19,10 @@ from support.kubeapi.mig_manager import CONFIG_LABEL, GPU_ANNOTATION, STATE_LABE
 
 from applier.cluster import CONFIGMAP, NAMESPACE, TARGET, Cluster, plan, running_cluster
 from applier.test_resume import Died, DyingKube, expire_lease, lease_holder, make_applier, settle
-from migscope.applier.applier import Applier
-from migscope.applier.audit import Audit
-from migscope.applier.settings import ApplySettings
-from migscope.applier.steps import STATE_ANNOTATION, NodeProgress, Step, read_progress
+from migscope.applier._applier import Applier
+from migscope.applier._audit import Audit
+from migscope.applier._settings import ApplySettings
+from migscope.applier._steps import STATE_ANNOTATION, NodeProgress, Step, read_progress
 from migscope.kube import DryRunWrite, Kube
 
 UNFINISHED_RUN = "0123456789ab"

@@ -46,9 +46,9 @@ from applier.test_resume import (
     make_applier,
     settle,
 )
-from migscope.applier.applier import LeaseLost, RunReport
-from migscope.applier.lease import Lease, LeaseHeld
-from migscope.applier.steps import read_progress
+from migscope.applier._applier import LeaseLost, RunReport
+from migscope.applier._lease import Lease, LeaseHeld
+from migscope.applier._steps import read_progress
 from migscope.kube import ApiError, Kube
 
 NODE_PATH = r"^/api/v1/nodes/gpu-a$"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from migscope.applier.plan import GpuChange, NodeChange
-from migscope.applier.steps import HeldDevice, held_device, pods_at_risk
+from migscope.applier._plan import GpuChange, NodeChange
+from migscope.applier._steps import HeldDevice, held_device, pods_at_risk
 
 BALANCED = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
 

@@ -20,12 +20,12 @@ from support.planted_slices import WEEK
 from applier.cluster import running_cluster
 from applier.test_apply_cli import _kubeconfig
 from applier.test_contract import PLACED, _fresh, _slice
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.report import write_reports
-from migscope.analyzer.report.next_step import next_step
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import write_reports
+from migscope.analyzer._report.next_step import next_step
 from migscope.cli.main import cli
-from migscope.core.spec.v1 import ReportV1
+from migscope.core._spec.v1 import ReportV1
 
 
 def _week() -> list:  # type: ignore[type-arg]

@@ -23,7 +23,7 @@ from support.kubeapi.mig_manager import CONFIG_LABEL, STATE_LABEL, Knobs
 from applier.cluster import TARGET, Cluster, plan, running_cluster
 from applier.test_faults import NODE_PATH, FlakyKube
 from applier.test_resume import make_applier
-from migscope.applier.steps import read_progress
+from migscope.applier._steps import read_progress
 from migscope.kube import ApiError
 
 ADMIN = "team-special"  # a config in the ConfigMap: MIG Manager applies it too
@@ -177,7 +177,7 @@ def test_a_wrong_namespace_is_refused_before_anything_is_written() -> None:
     """Issue 22, item 4: OpenShift's ``nvidia-gpu-operator`` for ``gpu-operator``: the dry
     run said nothing, ``--apply`` created a stray ConfigMap and Lease, evicted a pod, then
     MIG Manager failed and it rolled back."""
-    from migscope.applier.applier import ClusterRefused
+    from migscope.applier._applier import ClusterRefused
 
     with running_cluster() as c:
         c.api.create(pod("train", "ml", node_name="gpu-a", requests={"nvidia.com/mig-2g.35gb": 1}))

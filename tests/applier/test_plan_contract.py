@@ -1,7 +1,7 @@
 """The applier reads its plan through the report contract: its views keep the spec's types.
 
-:mod:`migscope.applier.plan.contract` validates ``report.json`` and ``node-plan.json``
-against views of :mod:`migscope.core.spec.v1`: the fields the applier reads, required only
+:mod:`migscope.applier._plan.contract` validates ``report.json`` and ``node-plan.json``
+against views of :mod:`migscope.core._spec.v1`: the fields the applier reads, required only
 where it needs them. A view must not drift from the spec: every field it declares exists in
 the spec model with the same type (a view may add ``| None``), and a spec model a view nests
 is read through that model's view.
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from migscope.applier.plan import PlanError, plan_from_report
-from migscope.applier.plan.contract import VIEWS
+from migscope.applier._plan import PlanError, plan_from_report
+from migscope.applier._plan.contract import VIEWS
 
 
 def _as_spec(annotation: Any) -> Any:

@@ -16,7 +16,7 @@ from support.kubeapi import pod
 from support.kubeapi.mig_manager import GPU_ANNOTATION
 
 from applier.cluster import PLAN_CONFIGS, change, provenance, running_cluster
-from migscope.applier.plan import ApplyPlan
+from migscope.applier._plan import ApplyPlan
 
 
 def _pods(c, *names_and_gpus: tuple[str, int]) -> None:  # type: ignore[no-untyped-def]
@@ -34,7 +34,7 @@ def _pods(c, *names_and_gpus: tuple[str, int]) -> None:  # type: ignore[no-untyp
 
 def _two_3g_everywhere():  # type: ignore[no-untyped-def]
     from applier.cluster import TARGET
-    from migscope.core.migparted import parse_config
+    from migscope.core._migparted import parse_config
 
     return parse_config(
         f"""\
@@ -94,11 +94,11 @@ def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
     from support.planted_slices import WEEK
 
     from applier.test_contract import _fresh, _slice
-    from migscope.analyzer.options import AnalyzeOptions
-    from migscope.analyzer.pipeline import analyze
-    from migscope.analyzer.report import write_reports
-    from migscope.analyzer.report.data import report_data
-    from migscope.applier.plan import load_plan
+    from migscope.analyzer._options import AnalyzeOptions
+    from migscope.analyzer._pipeline import analyze
+    from migscope.analyzer._report import write_reports
+    from migscope.analyzer._report.data import report_data
+    from migscope.applier._plan import load_plan
 
     slices = [
         _slice("gpu-a", 0, 1, "3g.71gb", 4, "busy"),
@@ -133,7 +133,7 @@ def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
 def _both_gpus_to_two_3g() -> ApplyPlan:
     """gpu-a's two GPUs both become 3g.71gb x2: its pool (gpu-a alone) loses 2g.35gb."""
     from applier.cluster import BALANCED, TARGET, TWO_3G
-    from migscope.applier.plan import GpuChange, NodeChange
+    from migscope.applier._plan import GpuChange, NodeChange
 
     both = NodeChange(
         "gpu-a", TARGET, gpus=(GpuChange(0, BALANCED, TWO_3G), GpuChange(1, BALANCED, TWO_3G))

@@ -23,13 +23,13 @@ from support.kubeapi.mig_manager import CONFIG_LABEL
 from support.planted_slices import WEEK, planted_week
 
 from applier.cluster import BALANCED, TARGET, TWO_3G, running_cluster
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.applier.plan import PlanError, PlanRefused, load_plan, plan_from_report
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.applier._plan import PlanError, PlanRefused, load_plan, plan_from_report
 from migscope.cli.main import cli
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid
-from migscope.core.migparted import MigPartedConfig, emit_config
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid
+from migscope.core._migparted import MigPartedConfig, emit_config
 
 TOKEN = "t0ken"
 H200 = find_model("H200-141GB")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from applier.cluster import PLAN_CONFIGS, TARGET, plan, provenance, running_cluster
-from migscope.applier.plan import (
+from migscope.applier._plan import (
     ApplyPlan,
     PlanError,
     PlanRefused,
@@ -258,7 +258,7 @@ def test_the_age_is_measured_with_the_appliers_clock() -> None:
 
 def test_run_apply_refuses_an_in_process_plan_too() -> None:
     """`analyze --apply` hands its plan to run_apply directly: the same rules apply there."""
-    from migscope.applier.settings import ApplySettings
+    from migscope.applier._settings import ApplySettings
     from migscope.cli.apply_cmd import run_apply
     from migscope.cli.errors import InvalidInput
 

@@ -68,14 +68,14 @@ from applier.cluster import (
     cluster_policy,
     provenance,
 )
-from migscope.applier.applier import Applier
-from migscope.applier.audit import Audit
-from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
-from migscope.applier.settings import ApplySettings
-from migscope.applier.steps import advertised, pods_at_risk, read_progress
-from migscope.core.catalogue import model_for_pci
-from migscope.core.layout import valid_layouts
-from migscope.core.migparted import parse_config
+from migscope.applier._applier import Applier
+from migscope.applier._audit import Audit
+from migscope.applier._plan import ApplyPlan, GpuChange, NodeChange
+from migscope.applier._settings import ApplySettings
+from migscope.applier._steps import advertised, pods_at_risk, read_progress
+from migscope.core._catalogue import model_for_pci
+from migscope.core._layout import valid_layouts
+from migscope.core._migparted import parse_config
 
 SEED = 20261130
 ROUNDS = 40

@@ -37,14 +37,14 @@ from applier.cluster import (
     provenance,
     running_cluster,
 )
-from migscope.applier.applier import Applier, RunReport
-from migscope.applier.audit import Audit
-from migscope.applier.clock import SYSTEM_CLOCK, Clock
-from migscope.applier.lease import LeaseHeld
-from migscope.applier.plan import ApplyPlan, GpuChange, NodeChange
-from migscope.applier.settings import ApplySettings
-from migscope.applier.steps import CHANGES_ANNOTATION, read_progress
-from migscope.core.migparted import parse_config
+from migscope.applier._applier import Applier, RunReport
+from migscope.applier._audit import Audit
+from migscope.applier._clock import SYSTEM_CLOCK, Clock
+from migscope.applier._lease import LeaseHeld
+from migscope.applier._plan import ApplyPlan, GpuChange, NodeChange
+from migscope.applier._settings import ApplySettings
+from migscope.applier._steps import CHANGES_ANNOTATION, read_progress
+from migscope.core._migparted import parse_config
 from migscope.kube import ApiError, Kube
 
 LEASE = "migscope-applier"

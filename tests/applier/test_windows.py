@@ -13,7 +13,7 @@ from datetime import datetime, time, timezone
 
 import pytest
 
-from migscope.applier.settings import ApplySettings, parse_window_spec
+from migscope.applier._settings import ApplySettings, parse_window_spec
 
 
 def _utc(text: str) -> datetime:

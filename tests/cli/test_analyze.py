@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from support.prometheus import requires_prometheus
 
-from migscope.analyzer.report import validate_report
+from migscope.analyzer._report import validate_report
 from migscope.cli.analyze_inputs import parse_window
 from migscope.cli.errors import InvalidInput
 from migscope.cli.main import cli
-from migscope.core.migparted import check_config, parse_config
+from migscope.core._migparted import check_config, parse_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIGSCOPE = Path(sys.executable).with_name("migscope")

@@ -31,8 +31,8 @@ import yaml
 from click.testing import CliRunner
 from support.prometheus import FaultProxy, HistorySeries, PrometheusServer, requires_prometheus
 
-from migscope.analyzer.history import iter_history
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
+from migscope.analyzer._intake.backfill import iter_history
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
 from migscope.cli.main import cli
 from migscope.cli.server_access import MAX_SECRET_FILE_BYTES, read_access
 from migscope.sim import resolve_scenario

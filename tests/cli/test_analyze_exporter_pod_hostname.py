@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus, to_openmetrics
 
-from migscope.analyzer.dialect import keeps
-from migscope.analyzer.openmetrics import parse_exposition
+from migscope.analyzer._intake.dialect import keeps
+from migscope.analyzer._intake.openmetrics import parse_exposition
 from migscope.cli.main import cli
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "dcgm" / "dcgm-mig-a100-40gb-3gi-active.txt"

@@ -26,8 +26,8 @@ from support.prometheus import (
     requires_prometheus,
 )
 
-from migscope.analyzer.history import iter_history
-from migscope.analyzer.sources.simulation import load_fleet, simulate_slices
+from migscope.analyzer._intake.backfill import iter_history
+from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
 from migscope.cli.main import cli
 from migscope.sim import resolve_scenario
 

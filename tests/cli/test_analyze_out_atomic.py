@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.analysis import run
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.report import FILE_NAMES, validate_report, write_reports
-from migscope.analyzer.result import AnalysisResult
-from migscope.analyzer.sources.simulation import SimulationSource
+from migscope.analyzer._analysis import run
+from migscope.analyzer._intake.simulation import SimulationSource
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._report import FILE_NAMES, validate_report, write_reports
+from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
 
 MIGSCOPE = Path(sys.executable).with_name("migscope")

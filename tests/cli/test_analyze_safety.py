@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from migscope.analyzer.report import validate_report
+from migscope.analyzer._report import validate_report
 from migscope.cli.analyze_inputs import parse_end
 from migscope.cli.errors import InvalidInput
 from migscope.cli.main import cli

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.cli.main import cli
-from migscope.core.catalogue import all_models
-from migscope.core.layout import is_valid, maximal_layouts, valid_layouts
-from migscope.core.nvidia_smi import parse_lgipp
+from migscope.core._catalogue import all_models
+from migscope.core._layout import is_valid, maximal_layouts, valid_layouts
+from migscope.core._nvidia_smi import parse_lgipp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MIGSCOPE = str(Path(sys.executable).with_name("migscope"))

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from migscope.cli import main as cli_main
 from migscope.cli.errors import InvalidInput
-from migscope.core.errors import MigscopeError, UserError
+from migscope.core._errors import MigscopeError, UserError
 
 
 @pytest.fixture(autouse=True)

@@ -331,9 +331,9 @@ def test_a_heartbeat_thread_stops_quietly_when_stderr_is_gone() -> None:
 def test_the_heartbeat_counts_what_was_asked_of_the_server() -> None:
     from support.prometheus import FaultProxy, Reply
 
-    from migscope.analyzer.sources.file import FileSource
-    from migscope.analyzer.sources.prometheus import PrometheusClient
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
+    from migscope.analyzer._intake.file import FileSource
+    from migscope.analyzer._intake.prometheus import PrometheusClient
+    from migscope.analyzer._intake.prometheus_source import PrometheusSource
     from migscope.cli.analyze_inputs import server_status
 
     vector = '{"status": "success", "data": {"resultType": "vector", "result": []}}'

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from migscope.cli.main import cli
 from migscope.scheduler import parse_schedule
-from migscope.scheduler.config import MAX_SECONDS
+from migscope.scheduler._config import MAX_SECONDS
 
 JOBS = """\
 jobs:

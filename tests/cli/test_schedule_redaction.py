@@ -4,7 +4,7 @@ A fault run found ``migscope schedule`` printing the Prometheus password: its ``
 line logged the child's whole argv, ``http://alice:S3cretPW@prom:9090/?api_key=...``
 included, while ``migscope analyze`` alone leaks nothing. Everything the scheduler emits
 (the JSON log, the run's result, the webhook's body) now goes through
-:mod:`migscope.core.redaction`. These tests run the real scheduler (the installed
+:mod:`migscope.core._redaction`. These tests run the real scheduler (the installed
 ``migscope schedule --once`` as a process, and :class:`Runner` in-process for the run
 record) with the exact URL of the report, a ``--header 'Authorization: Bearer ...'``, and a
 ``command`` child that prints the URL on both streams and fails with it.

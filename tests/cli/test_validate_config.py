@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from migscope.cli.main import cli
-from migscope.core.catalogue import all_models, model_for_pci
+from migscope.core._catalogue import all_models, model_for_pci
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE = FIXTURES / "mig-parted" / "config-default.yaml"

@@ -33,13 +33,13 @@ from pathlib import Path
 
 import pytest
 
-from migscope.analyzer.dialect import DEFAULT_NODE, MIB, indexes, iter_slice_series, keeps
-from migscope.analyzer.openmetrics import read_exposition
-from migscope.analyzer.sources.file import read_openmetrics
-from migscope.analyzer.stats import SliceSeries
-from migscope.core.metrics import metric
-from migscope.exporter.runtime import render_once
-from migscope.exporter.settings import load_settings
+from migscope.analyzer._intake.dialect import DEFAULT_NODE, MIB, indexes, iter_slice_series, keeps
+from migscope.analyzer._intake.file import read_openmetrics
+from migscope.analyzer._intake.openmetrics import read_exposition
+from migscope.analyzer._intake.stats_local import SliceSeries
+from migscope.core._metrics import metric
+from migscope.exporter._runtime import render_once
+from migscope.exporter._settings import load_settings
 from migscope.sim import SimNode, Simulation, resolve_scenario
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 Until issue 13 the whole-GPU families said ``uuid`` and the per-slice ones ``gpu_uuid``, and
 every join between them needed a ``label_replace``. The contract now has one name,
-:data:`migscope.core.metrics.GPU_UUID`; this checks the contract, the exporter's real
+:data:`migscope.core._metrics.GPU_UUID`; this checks the contract, the exporter's real
 exposition (the golden file the contract test pins) and, on a real Prometheus serving that
 exposition, that PromQL joins ``migscope_mig_*`` with ``migscope_gpu_*`` on ``gpu_uuid`` alone.
 """
@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 
-from migscope.core.metrics import GPU_LABELS, GPU_UUID, METRICS, MIG_LABELS
+from migscope.core._metrics import GPU_LABELS, GPU_UUID, METRICS, MIG_LABELS
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "exporter-sim-h200.prom"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.catalogue import (
+from migscope.core._catalogue import (
     Evidence,
     GpuModel,
     MemoryFact,
@@ -16,8 +16,8 @@ from migscope.core.catalogue import (
     ProfileName,
     find_model,
 )
-from migscope.core.drivers import DriverRange, DriverVersion
-from migscope.core.gpu_models.shapes import HOPPER_ENGINES, eight_slice, gib, hopper_names
+from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._gpu_models.shapes import HOPPER_ENGINES, eight_slice, gib, hopper_names
 
 SMS = {"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132}
 MIB = {"1g": 10000, "1g+me": 10000, "1g2": 20000, "2g": 20000, "3g": 40000, "4g": 40000}
@@ -208,7 +208,7 @@ def test_gb200_early_names_are_board_dependent() -> None:
 
 
 def test_every_record_cites_its_evidence() -> None:
-    from migscope.core.catalogue import all_models
+    from migscope.core._catalogue import all_models
 
     for model in all_models():
         for profile in model.profiles:

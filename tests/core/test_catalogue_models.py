@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.catalogue import (
+from migscope.core._catalogue import (
     CatalogueError,
     Evidence,
     MemoryFact,
@@ -16,8 +16,8 @@ from migscope.core.catalogue import (
     model_for_name,
     model_for_pci,
 )
-from migscope.core.drivers import DriverRange, DriverVersion
-from migscope.core.layout import is_valid, valid_layouts
+from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._layout import is_valid, valid_layouts
 
 RTX = find_model("RTX-PRO-6000-96GB")
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from migscope.core.catalogue import find_model, model_for_name, model_for_pci
-from migscope.core.layout import is_valid
-from migscope.core.nvidia_smi import parse_lgi, parse_lgip, parse_lgipp, parse_list
+from migscope.core._catalogue import find_model, model_for_name, model_for_pci
+from migscope.core._layout import is_valid
+from migscope.core._nvidia_smi import parse_lgi, parse_lgip, parse_lgipp, parse_list
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SMI = FIXTURES / "nvidia-smi"

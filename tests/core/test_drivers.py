@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.drivers import DriverRange, DriverVersion, DriverVersionError
-from migscope.core.errors import UserError
+from migscope.core._drivers import DriverRange, DriverVersion, DriverVersionError
+from migscope.core._errors import UserError
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""One duration grammar for every flag and file (migscope.core.durations)."""
+"""One duration grammar for every flag and file (migscope.core._durations)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from migscope.core.durations import DurationError, format_duration, parse_duration
-from migscope.core.errors import UserError
+from migscope.core._durations import DurationError, format_duration, parse_duration
+from migscope.core._errors import UserError
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from migscope.core.metrics import DCGM_COMPAT, METRICS, PREFIX, MetricSpec, metric, metrics_table
+from migscope.core._metrics import DCGM_COMPAT, METRICS, PREFIX, MetricSpec, metric, metrics_table
 
 NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")

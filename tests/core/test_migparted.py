@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.core.catalogue import GpuModel, all_models, find_model
-from migscope.core.layout import Layout, valid_layouts
-from migscope.core.migparted import (
+from migscope.core._catalogue import GpuModel, all_models, find_model
+from migscope.core._layout import Layout, valid_layouts
+from migscope.core._migparted import (
     ConfigConflictError,
     ConfigError,
     MigConfigEntry,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.migparted import PLAIN_FORM, ConfigError, read_config_sources
+from migscope.core._migparted import PLAIN_FORM, ConfigError, read_config_sources
 
 CONFIG = """version: v1
 mig-configs:

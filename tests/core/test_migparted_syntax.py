@@ -24,20 +24,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.core.catalogue import find_model
-from migscope.core.migparted import (
+from migscope.core._catalogue import find_model
+from migscope.core._migparted import (
     ConfigError,
     check_config,
     emit_config,
     entry_applies_to,
     parse_config,
 )
-from migscope.core.migparted.filters import (
+from migscope.core._migparted.filters import (
     DeviceFilterError,
     parse_device_filter,
     parse_go_uint32,
 )
-from migscope.core.migparted.instances import (
+from migscope.core._migparted.instances import (
     compute_instance_problem,
     gpu_instances,
     split_device_profile,

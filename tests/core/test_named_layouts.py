@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from migscope.core.catalogue import all_models, find_model
-from migscope.core.migparted import check_config, parse_config
-from migscope.core.named_layouts import (
+from migscope.core._catalogue import all_models, find_model
+from migscope.core._migparted import check_config, parse_config
+from migscope.core._named_layouts import (
     UnknownConfigError,
     balanced_layout,
     generated_configs,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from migscope.core.nvidia_smi import parse_lgi, parse_lgip, parse_lgipp, parse_list
+from migscope.core._nvidia_smi import parse_lgi, parse_lgip, parse_lgipp, parse_list
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H200_LGIP = (FIXTURES / "h200" / "lgip.txt").read_text(encoding="utf-8")

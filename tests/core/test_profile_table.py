@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from migscope.core.catalogue import GpuModel, MemoryFact, find_model
-from migscope.core.drivers import DriverRange, DriverVersion
-from migscope.core.layout import is_valid, valid_layouts
-from migscope.core.profile_table import (
+from migscope.core._catalogue import GpuModel, MemoryFact, find_model
+from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._layout import is_valid, valid_layouts
+from migscope.core._profile_table import (
     LGIP_TOLERANCE_MIB,
     ObservedProfile,
     ProfileTable,

@@ -1,4 +1,4 @@
-""":mod:`migscope.core.redaction`: what is hidden, what stays readable, and a second pass.
+""":mod:`migscope.core._redaction`: what is hidden, what stays readable, and a second pass.
 
 The table is the documented rule (docs/schedule.md, "Redaction"): URL user info, credential
 parameters, credential headers and keys, ``Bearer`` tokens, and on a command line every
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.redaction import (
+from migscope.core._redaction import (
     REDACTED,
     is_secret_name,
     redact_argv,

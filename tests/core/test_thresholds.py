@@ -1,5 +1,5 @@
 """One idle threshold: the policy file, the Prometheus rules and the dashboards say what
-``migscope.core.thresholds`` says, so that a report, an alert and a panel agree on "idle"."""
+``migscope.core._thresholds`` says, so that a report, an alert and a panel agree on "idle"."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from migscope.analyzer.policy import Policy
-from migscope.core.dashboards import DASHBOARDS, panel_queries
-from migscope.core.metrics import metric
-from migscope.core.thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
+from migscope.analyzer._judge.policy import Policy
+from migscope.core._dashboards import DASHBOARDS, panel_queries
+from migscope.core._metrics import metric
+from migscope.core._thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
 
 ROOT = Path(__file__).resolve().parents[2]
-POLICY_FILE = ROOT / "analyzer" / "src" / "migscope" / "analyzer" / "policy-default.yaml"
+POLICY_FILE = ROOT / "analyzer" / "src" / "migscope" / "analyzer" / "_judge" / "policy-default.yaml"
 RULE_FILES = [
     ROOT / "deploy" / "prometheus" / "migscope-rules.yaml",
     ROOT / "deploy" / "helm" / "migscope" / "files" / "prometheus" / "migscope-rules.yaml",

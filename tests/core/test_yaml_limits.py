@@ -1,6 +1,6 @@
 """Every YAML reader refuses alias bombs, deep nesting, duplicate keys and huge texts.
 
-One strict loader (``migscope.core.yaml_messages.compose_node``) sits under every YAML the
+One strict loader (``migscope.core._yaml_messages.compose_node``) sits under every YAML the
 product reads; these tests go through each reader's public entry point, so a reader that
 goes back to ``yaml.safe_load`` fails here. Each refusal must be one line, quick and in
 bounded memory: tracemalloc's peak stays far below what an expansion would cost (a 9×9
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from migscope.analyzer.policy import PolicyError, parse_policy
-from migscope.analyzer.sources.simulation import load_fleet
-from migscope.applier.configmap import ConfigMapError, ConfigTarget, config_present
-from migscope.core.migparted import ConfigError, parse_config
-from migscope.core.yaml_messages import (
+from migscope.analyzer._intake.simulation import load_fleet
+from migscope.analyzer._judge.policy import PolicyError, parse_policy
+from migscope.applier._configmap import ConfigMapError, ConfigTarget, config_present
+from migscope.core._migparted import ConfigError, parse_config
+from migscope.core._yaml_messages import (
     MAX_YAML_ALIASES,
     MAX_YAML_CHARS,
     MAX_YAML_DEPTH,
@@ -31,10 +31,10 @@ from migscope.core.yaml_messages import (
     compose_with_lines,
     load_strict,
 )
-from migscope.exporter.http import WebConfigError, load_web_config
-from migscope.exporter.settings import SettingsError, load_settings
+from migscope.exporter._http import WebConfigError, load_web_config
+from migscope.exporter._settings import SettingsError, load_settings
 from migscope.scheduler import ScheduleError, parse_schedule
-from migscope.sim.scenario import ScenarioError, load_scenario
+from migscope.sim._scenario import ScenarioError, load_scenario
 
 PEAK_LIMIT = 50 * 1024 * 1024
 
@@ -214,7 +214,7 @@ def test_limits_leave_ordinary_yaml_alone() -> None:
 
 def test_no_product_module_reads_yaml_around_the_strict_loader() -> None:
     root = Path(__file__).resolve().parents[2]
-    loader = root / "src" / "migscope" / "core" / "yaml_messages.py"
+    loader = root / "src" / "migscope" / "core" / "_yaml_messages.py"
     calls = ("yaml.safe_load(", "yaml.load(", "yaml.compose(", "yaml.full_load(", "yaml.unsafe_")
     found = [
         f"{path.relative_to(root)}: {call}"

@@ -24,10 +24,10 @@ from typing import Any
 import pytest
 from support.prometheus import PrometheusServer, free_port, requires_prometheus
 
-from migscope.analyzer.policy import default_policy
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.core.dashboards import DASHBOARDS, IDLE_ACTIVITY_BELOW, panel_queries
-from migscope.core.metrics import METRICS
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.analyzer._judge.policy import default_policy
+from migscope.core._dashboards import DASHBOARDS, IDLE_ACTIVITY_BELOW, panel_queries
+from migscope.core._metrics import METRICS
 
 ROOT = Path(__file__).resolve().parents[2]
 MIGSCOPE = Path(sys.executable).with_name("migscope")

@@ -26,10 +26,10 @@ import pytest
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.core.dashboards import DASHBOARDS, panel_queries
-from migscope.core.dashboards.promql import MIG_ACTIVE_SECONDS, MIG_ACTIVITY
-from migscope.core.metrics import metric
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.core._dashboards import DASHBOARDS, panel_queries
+from migscope.core._dashboards.promql import MIG_ACTIVE_SECONDS, MIG_ACTIVITY
+from migscope.core._metrics import metric
 
 END = 1_699_999_980.0
 """The last scrape (a multiple of the scrape interval, long ago: both engines show it)."""

@@ -839,7 +839,7 @@ def test_service_monitor_labels_every_target_with_its_node() -> None:
     assert not {"namespace", "pod", "container"} & labels.keys()
     assert endpoint["honorLabels"] is True
     # the analyzer and the dashboards read the node from exactly this label
-    from migscope.analyzer.dialect import NODE_LABELS
+    from migscope.analyzer._intake.dialect import NODE_LABELS
 
     assert NODE_LABELS[0] == "node"
     # job="migscope" whatever the release is called: the rules select up{job=~".*migscope.*"}
@@ -894,7 +894,7 @@ def _openssl_cert(directory: Path) -> None:
 
 @pytest.mark.parametrize("name", ["tls", "mtls"])
 def test_tls_web_config_is_one_the_exporter_accepts(name: str, tmp_path: Path) -> None:
-    from migscope.exporter.http import load_web_config
+    from migscope.exporter._http import load_web_config
 
     objs = render(VALUE_SETS[name])
     c = exporter_container(objs)
@@ -993,7 +993,7 @@ def test_report_cronjob() -> None:
 
 
 def test_analyzer_settings_reach_both_jobs_and_the_policy_parses() -> None:
-    from migscope.analyzer.policy import parse_policy
+    from migscope.analyzer._judge.policy import parse_policy
 
     objs = render(VALUE_SETS["everything"])
     (policy_cm,) = [c for c in of_kind(objs, "ConfigMap") if "policy.yaml" in c["data"]]
@@ -1345,7 +1345,7 @@ def test_every_migscope_command_and_flag_in_the_templates_exists() -> None:
 
 
 def _value_parsers() -> dict[tuple[str, str], Any]:
-    from migscope.applier.settings import parse_window_spec
+    from migscope.applier._settings import parse_window_spec
     from migscope.cli.analyze_inputs import parse_window
     from migscope.cli.server_access import parse_header
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from migscope.core.durations import parse_duration
+from migscope.core._durations import parse_duration
 
 helm = pytest.importorskip("helm_python", reason="helm-python-sdk not installed (test extra)")
 jsonschema = pytest.importorskip("jsonschema")
@@ -204,7 +204,7 @@ def test_duration_patterns_accept_what_parse_duration_accepts(
 def test_the_window_pattern_accepts_what_parse_window_spec_accepts() -> None:
     """Except the time zone's existence, which no pattern can know: the CronJob's
     ``migscope apply`` still refuses ``Mars/Olympus`` (docs/install.md says so)."""
-    from migscope.applier.settings import parse_window_spec
+    from migscope.applier._settings import parse_window_spec
 
     days = [
         "",

@@ -3,7 +3,7 @@
 ``promtool check rules`` must accept the file and ``promtool test rules`` must pass on the unit
 tests in ``deploy/prometheus/tests/``, which cover every alert firing and not firing and every
 recording rule's value. The other tests need no promtool: every metric and label the rules
-name exists in the metric contract (:data:`migscope.core.metrics.METRICS`) or in a short list of
+name exists in the metric contract (:data:`migscope.core._metrics.METRICS`) or in a short list of
 external series, so renaming a metric or a label breaks this file instead of silently
 emptying an alert; every alert is documented in ``docs/rules.md`` where its runbook link
 points.
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from migscope.analyzer.policy import default_policy
-from migscope.core.catalogue import all_models
-from migscope.core.metrics import HOLDER_LABELS, METRICS, MetricSpec
+from migscope.analyzer._judge.policy import default_policy
+from migscope.core._catalogue import all_models
+from migscope.core._metrics import HOLDER_LABELS, METRICS, MetricSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "migscope-rules.yaml"

@@ -55,9 +55,9 @@ from support.kubelet import FakeKubelet, make_claim, make_pod
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 
 from migscope.cli.main import cli
-from migscope.core.spec.v1 import validate_report
-from migscope.exporter.runtime import Exporter, build
-from migscope.exporter.settings import load_settings
+from migscope.core._spec.v1 import validate_report
+from migscope.exporter._runtime import Exporter, build
+from migscope.exporter._settings import load_settings
 
 pytestmark = requires_prometheus
 

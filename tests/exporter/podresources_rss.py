@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from support.kubelet import FakeKubelet, make_pod
 
-from migscope.exporter.podresources import api_pb2
+from migscope.exporter._podresources import api_pb2
 
 _MIG_RESOURCE = "nvidia.com/mig-1g.10gb"
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from migscope.core.metrics import metric
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.model import Activity
-from migscope.exporter.sampler import ActiveIntegral, Sampler
+from migscope.core._metrics import metric
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._model import Activity
+from migscope.exporter._sampler import ActiveIntegral, Sampler
 from migscope.sim import Simulation
-from migscope.sim.workloads import ActivityMix, Periodic
+from migscope.sim._workloads import ActivityMix, Periodic
 
 BURSTS = {"pattern": "periodic", "period": 7.0, "duty": 0.3, "phase": 0.0}
 WHOLE = {**BURSTS, "phase": 1.0}

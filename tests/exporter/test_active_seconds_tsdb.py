@@ -18,9 +18,9 @@ import pytest
 from support.prometheus import HistorySeries, PrometheusServer, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
-from migscope.analyzer.sources.prometheus import PrometheusClient
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.sampler import Sampler
+from migscope.analyzer._intake.prometheus import PrometheusClient
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 T0 = 1_700_000_000.0

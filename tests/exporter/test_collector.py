@@ -8,9 +8,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.exporter_snapshot import GIB, GPU, OWNERS, SLICE_A, SLICE_B, SNAP, PodOwner
 
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.dcgm_compat import DcgmExposition
-from migscope.exporter.model import Snapshot
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._dcgm_compat import DcgmExposition
+from migscope.exporter._model import Snapshot
 
 
 def scrape(collector: SnapshotCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -21,10 +21,10 @@ import pytest
 from support.fake_dcgm import hostengine as he
 from support.fake_dcgm.hostengine import GI, FakeHostengine
 
-from migscope.exporter.backends.base import BackendError, BackendReading
-from migscope.exporter.backends.dcgm import DEFAULT_BINDINGS, DcgmBackend
-from migscope.exporter.model import GpuReading
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.base import BackendError, BackendReading
+from migscope.exporter._backends.dcgm import DEFAULT_BINDINGS, DcgmBackend
+from migscope.exporter._model import GpuReading
+from migscope.exporter._sampler import Sampler
 
 FAKE_BINDINGS = Path(__file__).resolve().parents[1] / "support" / "fake_dcgm"
 BINDING_MODULES = ("dcgm_structs", "dcgm_fields", "dcgm_agent", "dcgmvalue")

@@ -23,8 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.cli.main import cli
-from migscope.core.metrics import DCGM_COMPAT
-from migscope.exporter.dcgm_compat import (
+from migscope.core._metrics import DCGM_COMPAT
+from migscope.exporter._dcgm_compat import (
     DEFAULT_COUNTERS,
     CounterRow,
     CountersError,
@@ -32,9 +32,9 @@ from migscope.exporter.dcgm_compat import (
     load_counters,
     parse_counters,
 )
-from migscope.exporter.model import Activity, GpuReading, MigReading, Snapshot
-from migscope.exporter.runtime import render_once
-from migscope.exporter.settings import load_settings
+from migscope.exporter._model import Activity, GpuReading, MigReading, Snapshot
+from migscope.exporter._runtime import render_once
+from migscope.exporter._settings import load_settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEFAULT_FILE = FIXTURES / "dcgm" / "dcgm-exporter-default-counters.csv"

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
-from migscope.exporter.runtime import build
-from migscope.exporter.settings import load_settings
-from migscope.sim.workloads import Periodic
+from migscope.exporter._runtime import build
+from migscope.exporter._settings import load_settings
+from migscope.sim._workloads import Periodic
 
 STEP = {"pattern": "periodic", "period": 60.0, "duty": 0.5, "phase": 30.4}
 """Off at t = 0, on from 29.6 s to 59.6 s, off to 89.6 s, and so on."""

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 from support.kubelet import make_claim, make_pod
 
-from migscope.exporter.attribution import DraOwner, DraResolver, resolve
-from migscope.exporter.dra import (
+from migscope.exporter._attribution import DraOwner, DraResolver, resolve
+from migscope.exporter._dra import (
     DraHolder,
     DraHolders,
     collect_dra_holders,
     parse_cdi_device,
     parse_device_name,
 )
-from migscope.exporter.model import GpuReading, MigReading, Snapshot
+from migscope.exporter._model import GpuReading, MigReading, Snapshot
 
 NAMES = Path(__file__).parents[1] / "fixtures" / "real" / "dra" / "device-names.tsv"
 
@@ -246,7 +246,7 @@ def test_resolver_merges_caches_and_logs_each_unresolved_device_once(
     resolver = DraResolver()
     base = {"MIG-a": ("plugin-owner",)}
     holders = DraHolders((_holder("gpu-1-mig-1g12gb-19-0"), _holder("gpu-9", pod="lost")))
-    with caplog.at_level(logging.WARNING, logger="migscope.exporter.attribution"):
+    with caplog.at_level(logging.WARNING, logger="migscope.exporter._attribution"):
         first = resolver.merged(SNAP, holders, base)
         assert resolver.merged(SNAP, holders, base) is first  # cached
         assert first["MIG-a"][0] == "plugin-owner"

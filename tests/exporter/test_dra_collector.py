@@ -7,11 +7,11 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry, generate_latest
 from test_collector import GPU, OWNERS, SLICE_A, SLICE_B, SNAP, _parsed, scrape, value
 
-from migscope.core.metrics import HOLDER_LABELS, metric
-from migscope.exporter.attribution import DraResolver
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.dra import DraHolder, DraHolders
-from migscope.exporter.model import Snapshot
+from migscope.core._metrics import HOLDER_LABELS, metric
+from migscope.exporter._attribution import DraResolver
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._dra import DraHolder, DraHolders
+from migscope.exporter._model import Snapshot
 
 # H200 (test_collector): SLICE_A is 4g.71gb (profile id 5) at 0, SLICE_B 3g.71gb (id 9) at 4.
 GPU_M = replace(GPU, minor=3)

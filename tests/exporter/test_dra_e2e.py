@@ -20,8 +20,8 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from support.kubelet import FakeKubelet, make_claim, make_pod
 
-from migscope.exporter.runtime import Exporter, build
-from migscope.exporter.settings import load_settings
+from migscope.exporter._runtime import Exporter, build
+from migscope.exporter._settings import load_settings
 
 INTERVAL = 1.0
 
@@ -157,7 +157,7 @@ def _holders(samples: dict[str, list[Any]], family: str) -> dict[str, dict[str, 
 def test_dra_holders_land_on_the_right_gi_and_gpu(
     node: Node, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="migscope.exporter.attribution"):
+    with caplog.at_level(logging.WARNING, logger="migscope.exporter._attribution"):
         node.cycle()
         samples = node.cycle()
         node.cycle()

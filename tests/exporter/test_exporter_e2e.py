@@ -26,9 +26,9 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from support.kubelet import FakeKubelet, make_pod
 
-from migscope.exporter.http import ExporterApp, ExporterServer
-from migscope.exporter.runtime import Exporter, build, render_once
-from migscope.exporter.settings import load_settings
+from migscope.exporter._http import ExporterApp, ExporterServer
+from migscope.exporter._runtime import Exporter, build, render_once
+from migscope.exporter._settings import load_settings
 
 MIGSCOPE = str(Path(sys.executable).with_name("migscope"))
 
@@ -171,7 +171,7 @@ def test_kubelet_trouble_marks_the_collector_and_keeps_serving(
 def test_one_device_listed_by_100k_containers_keeps_the_exposition_small(
     node_with_kubelet: tuple[Running, FakeKubelet], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="migscope.exporter.podresources.client")
+    caplog.set_level(logging.INFO, logger="migscope.exporter._podresources.client")
     running, kubelet = node_with_kubelet
     watcher = running.exporter.watcher
     assert watcher is not None

@@ -1,7 +1,7 @@
 """Scrapes answered by the intake thread itself (issue 24): same bytes, same guarantees.
 
 A plain ``GET /metrics`` whose answer is already made is sent by the intake
-(``migscope.exporter.http.fastpath``) instead of a worker. These tests run two servers over
+(``migscope.exporter._http.fastpath``) instead of a worker. These tests run two servers over
 one application, one with the fast path and one without (``fast_path=False``: every request
 goes to a worker), send both the same raw bytes and compare the raw responses, status line
 and every header included; ``CachedMetrics.answered`` tells which requests the intake
@@ -29,9 +29,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from support.exporter_snapshot import OWNERS, SNAP
 
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
-from migscope.exporter.http.limits import ConnectionLimits
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._http import ExporterApp, ExporterServer, load_web_config
+from migscope.exporter._http.limits import ConnectionLimits
 
 TIMEOUT = 10.0  # client-side liveness bound
 
@@ -391,7 +391,7 @@ def full_scrape(server: ExporterServer, length: int) -> int:
 def test_a_client_that_never_reads_is_dropped_and_blocks_no_one(
     big_exposition: Exposition, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="migscope.exporter.http")
+    caplog.set_level(logging.DEBUG, logger="migscope.exporter._http")
     with serving(make_app(big_exposition), socket_timeout=1) as server:
         warm(server)
         size = len(big_exposition.body)

@@ -1,7 +1,7 @@
 """The sliding GPM window on a step load: what each cycle publishes, how late, at what cost.
 
 The production NVML backend runs on the simulated NVML, whose GPM samples are snapshots of
-the workload's exact activity integral (migscope.sim.gpm), so a metric between two samples is
+the workload's exact activity integral (migscope.sim._gpm), so a metric between two samples is
 the load's mean over the time between them. A step load (idle, then fully busy from LOAD_ON to
 LOAD_OFF, idle again) therefore has one right answer per cycle: the part of the window that
 overlaps the step. Time is the simulator's manual clock, advanced by the test: nothing here
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.backends.nvml.gpm import MAX_KEPT, SLACK
-from migscope.exporter.model import Activity, Snapshot
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._backends.nvml.gpm import MAX_KEPT, SLACK
+from migscope.exporter._model import Activity, Snapshot
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 LOAD_ON, LOAD_OFF = 33.0, 61.0
@@ -224,8 +224,8 @@ def test_the_gpm_refresh_setting_reaches_the_backend(
     ``0``, once per refresh period (3 s: at 3, 6 and 9 s), by default every 2 s (at 2, 4, 6
     and 8 s); never less often than once per window (a 1 s window under the 2 s default: every
     cycle; a 5 s refresh of a 3 s window: at 3, 6 and 9 s), so a value averages its window."""
-    from migscope.exporter.runtime import build
-    from migscope.exporter.settings import load_settings
+    from migscope.exporter._runtime import build
+    from migscope.exporter._settings import load_settings
 
     environ = {"MIGSCOPE_EXPORTER_GPM_INTERVAL": window}
     if refresh:

@@ -26,8 +26,8 @@ import pytest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from migscope.core.durations import format_duration
-from migscope.exporter.http import (
+from migscope.core._durations import format_duration
+from migscope.exporter._http import (
     BasicAuthChecker,
     BasicAuthMiddleware,
     ExporterApp,
@@ -35,8 +35,8 @@ from migscope.exporter.http import (
     WebConfigError,
     load_web_config,
 )
-from migscope.exporter.http.auth import MAX_BCRYPT_COST, MAX_CONCURRENT_CHECKS
-from migscope.exporter.http.webconfig.tls import build_ssl_context
+from migscope.exporter._http.auth import MAX_BCRYPT_COST, MAX_CONCURRENT_CHECKS
+from migscope.exporter._http.webconfig.tls import build_ssl_context
 
 EXPORTER = str(Path(sys.executable).with_name("migscope-exporter"))
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"  # Debian package: openssl
@@ -165,7 +165,7 @@ def test_busy_slots_answer_a_new_wrong_password_at_once(
         for t in held:
             t.start()
         wait_until(lambda: verify.running == MAX_CONCURRENT_CHECKS, "the slots to fill")
-        with caplog.at_level(logging.WARNING, logger="migscope.exporter.http.auth"):
+        with caplog.at_level(logging.WARNING, logger="migscope.exporter._http.auth"):
             assert checker.check("alice", b"another-guess") is False  # no wait, no bcrypt
             assert checker.check("mallory", b"x") is False
         assert verify.calls == MAX_CONCURRENT_CHECKS

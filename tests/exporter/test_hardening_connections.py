@@ -32,9 +32,9 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from migscope.exporter.http import ExporterApp, ExporterServer, load_web_config
-from migscope.exporter.http.clientlog import Throttle
-from migscope.exporter.http.limits import DEFAULT_LIMITS, ConnectionLimits
+from migscope.exporter._http import ExporterApp, ExporterServer, load_web_config
+from migscope.exporter._http.clientlog import Throttle
+from migscope.exporter._http.limits import DEFAULT_LIMITS, ConnectionLimits
 
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 GOOD = 3.0  # a good scrape must be answered within this (client socket timeout)
@@ -557,8 +557,8 @@ def test_malformed_heads_are_still_answered_at_once() -> None:
 
 def test_scrapes_and_probes_make_no_nvml_calls() -> None:
     """``/metrics`` (both renderers) and ``/healthz`` read the sampler's snapshot only."""
-    from migscope.exporter.runtime import build
-    from migscope.exporter.settings import load_settings
+    from migscope.exporter._runtime import build
+    from migscope.exporter._settings import load_settings
 
     exporter = build(load_settings(overrides={"backend": "sim"}, environ={}), realtime=False)
     exporter.sampler.run_once()
@@ -606,13 +606,13 @@ def test_limits_that_would_disable_a_protection_are_refused(kwargs: dict[str, An
 def test_client_errors_are_logged_in_one_line_without_tracebacks(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="migscope.exporter.http")
+    caplog.set_level(logging.DEBUG, logger="migscope.exporter._http")
     with serving(limits=ConnectionLimits(rate_grace=0.5)) as server:
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as sock:
             sock.sendall(b"GET / HTTP/1.1\r\n")
             assert sock.recv(4096).startswith(b"HTTP/1.1 408 ")
         assert scrape(server.port) == 200
-    records = [r for r in caplog.records if r.name.startswith("migscope.exporter.http")]
+    records = [r for r in caplog.records if r.name.startswith("migscope.exporter._http")]
     assert records
     for record in records:
         assert "\n" not in record.getMessage()

@@ -39,7 +39,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from migscope.exporter.http import (
+from migscope.exporter._http import (
     BasicAuthChecker,
     BasicAuthMiddleware,
     ExporterApp,
@@ -172,7 +172,7 @@ def write_web_config(tmp_path: Path, text: str) -> Path:
 
 
 def http_log_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name.startswith("migscope.exporter.http")]
+    return [r for r in caplog.records if r.name.startswith("migscope.exporter._http")]
 
 
 # --------------------------------------------------------------------------- PKI
@@ -1062,7 +1062,7 @@ SIGTERM_SCRIPT = """\
 import logging, pathlib, sys, time
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from migscope.exporter.http import ExporterApp, ExporterServer
+from migscope.exporter._http import ExporterApp, ExporterServer
 
 flags = pathlib.Path(sys.argv[1])
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 
 CHILD = """
 import ctypes, sys, threading
-from migscope.exporter.malloc import limit_arenas
+from migscope.exporter._malloc import limit_arenas
 print(limit_arenas() if sys.argv[1] == "limit" else None)
 barrier = threading.Barrier(16)
 def work():

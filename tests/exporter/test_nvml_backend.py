@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from migscope.exporter.backends.base import BackendError
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.model import GpuReading, Snapshot
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.base import BackendError
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._model import GpuReading, Snapshot
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 SCENARIO: dict[str, Any] = {

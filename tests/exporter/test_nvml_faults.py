@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 SCENARIO: dict[str, Any] = {

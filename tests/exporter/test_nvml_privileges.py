@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.model import Snapshot
-from migscope.exporter.sampler import Sampler
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._model import Snapshot
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
-LOGGER = "migscope.exporter.backends.nvml"
+LOGGER = "migscope.exporter._backends.nvml"
 ADVICE = "the container needs CAP_SYS_ADMIN and NVIDIA_MIG_MONITOR_DEVICES=all"
 PROBE = "nvmlDeviceGetGpuInstances"
 

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from migscope.core.catalogue import find_model
-from migscope.core.nvidia_smi import parse_lgip, parse_lgipp
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.backends.nvml.codes import code_of
-from migscope.exporter.backends.nvml.profiles import read_profile_table
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.model import MigProfileInfo, Snapshot
-from migscope.exporter.sampler import Sampler
+from migscope.core._catalogue import find_model
+from migscope.core._nvidia_smi import parse_lgip, parse_lgipp
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._backends.nvml.codes import code_of
+from migscope.exporter._backends.nvml.profiles import read_profile_table
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._model import MigProfileInfo, Snapshot
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import grpc
 import pytest
 from support.kubelet import FakeKubelet, make_pod
 
-from migscope.exporter.podresources import (
+from migscope.exporter._podresources import (
     LIST_METHOD,
     PodOwner,
     PodResourcesError,
@@ -32,8 +32,8 @@ from migscope.exporter.podresources import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PKG = ROOT / "exporter" / "src" / "migscope" / "exporter" / "podresources"
-LOGGER = "migscope.exporter.podresources.client"
+PKG = ROOT / "exporter" / "src" / "migscope" / "exporter" / "_podresources"
+LOGGER = "migscope.exporter._podresources.client"
 WAIT = 15.0  # generous: only reached when something is broken
 SLOW_TIMEOUT = 0.5  # the List deadline in tests of a kubelet that does not answer
 

@@ -8,9 +8,9 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry
 from support.exporter_snapshot import OWNERS, SLICE_A, SNAP, PodOwner
 
-from migscope.exporter.collector import SnapshotCollector
-from migscope.exporter.http.app import ExporterApp
-from migscope.exporter.model import CollectorStatus
+from migscope.exporter._collector import SnapshotCollector
+from migscope.exporter._http.app import ExporterApp
+from migscope.exporter._model import CollectorStatus
 
 
 def _collector(state: dict[str, object]) -> SnapshotCollector:

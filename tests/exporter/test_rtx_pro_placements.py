@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pynvml
 
-from migscope.core.nvidia_smi import parse_lgi, parse_lgipp
-from migscope.exporter.backends.nvml import NvmlBackend
-from migscope.exporter.sampler import Sampler
+from migscope.core._nvidia_smi import parse_lgi, parse_lgipp
+from migscope.exporter._backends.nvml import NvmlBackend
+from migscope.exporter._sampler import Sampler
 from migscope.sim import Simulation
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real" / "nvidia-smi"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.exporter.runtime import build
-from migscope.exporter.settings import load_settings
+from migscope.exporter._runtime import build
+from migscope.exporter._settings import load_settings
 
 
 def test_health_follows_sampling_not_single_gpu_faults() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from migscope.exporter.settings import SettingsError, load_settings
+from migscope.exporter._settings import SettingsError, load_settings
 
 
 def test_zero_configuration_works() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from migscope.exporter.http import WebConfigError, load_web_config
+from migscope.exporter._http import WebConfigError, load_web_config
 
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"  # Debian package: openssl
 HASH = bcrypt.hashpw(b"secret", bcrypt.gensalt(rounds=4)).decode()

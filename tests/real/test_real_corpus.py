@@ -6,9 +6,9 @@ each file's ``# `` header and in tests/fixtures/real/README.md). Three kinds:
 - dcgm-exporter scrapes go through ``migscope analyze --source FILE -o json``. A single scrape
   is a snapshot: it must give a report (or one clear line of error, never a traceback), every
   slice that has samples must be classified, and no change may be recommended from it.
-- nvidia-smi outputs are parsed with ``migscope.core.nvidia_smi`` and compared field by field
+- nvidia-smi outputs are parsed with ``migscope.core._nvidia_smi`` and compared field by field
   with the catalogue.
-- mig-parted configs are parsed and checked with ``migscope.core.migparted``.
+- mig-parted configs are parsed and checked with ``migscope.core._migparted``.
 
 Where real data and migscope disagree the test is marked ``xfail`` with the exact difference in
 its reason; nothing in the catalogue is adjusted here (issue 13 owns the catalogue). The marks
@@ -29,20 +29,20 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from migscope.analyzer.openmetrics import parse_exposition
-from migscope.analyzer.report import validate_report
+from migscope.analyzer._intake.openmetrics import parse_exposition
+from migscope.analyzer._report import validate_report
 from migscope.cli.main import cli
-from migscope.core.catalogue import (
+from migscope.core._catalogue import (
     CatalogueError,
     GpuModel,
     find_model,
     model_for_name,
     model_for_pci,
 )
-from migscope.core.drivers import DriverVersion
-from migscope.core.layout import is_valid
-from migscope.core.migparted import check_config, parse_config, read_config_sources
-from migscope.core.nvidia_smi import (
+from migscope.core._drivers import DriverVersion
+from migscope.core._layout import is_valid
+from migscope.core._migparted import check_config, parse_config, read_config_sources
+from migscope.core._nvidia_smi import (
     ListedDevice,
     ListedGpuInstance,
     ListedPlacements,
@@ -52,7 +52,7 @@ from migscope.core.nvidia_smi import (
     parse_lgipp,
     parse_list,
 )
-from migscope.core.profile_table import identify_model, tables_from_nvidia_smi
+from migscope.core._profile_table import identify_model, tables_from_nvidia_smi
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REAL = FIXTURES / "real"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.durations import parse_duration
+from migscope.core._durations import parse_duration
 from migscope.sim import DEFAULT_START, SimClock
-from migscope.sim.units import parse_bytes
+from migscope.sim._units import parse_bytes
 
 
 def test_manual_clock_stands_still_until_advanced() -> None:

@@ -1,6 +1,6 @@
 """GPU-instance ids, MIG-device order and UUIDs, checked against real nvidia-smi output.
 
-Rule under test (``migscope.sim.ids``): ``gi_id = memory_slices // size - 1 + start // size``
+Rule under test (``migscope.sim._ids``): ``gi_id = memory_slices // size - 1 + start // size``
 (a per-profile base plus a position index). The recordings are in
 ``tests/fixtures/nvidia-smi/`` (verbatim copies of ``reference/samples/``).
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from simhelpers import FIXTURES, mig_devices, simulate, started
 
-from migscope.sim.ids import gi_id_for
+from migscope.sim._ids import gi_id_for
 
 SMI = FIXTURES / "nvidia-smi"
 _LGI_ROW = re.compile(r"\|\s+0\s+MIG (\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s+\|")

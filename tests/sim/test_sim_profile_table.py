@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core.catalogue import find_model
-from migscope.core.drivers import DriverVersion
+from migscope.core._catalogue import find_model
+from migscope.core._drivers import DriverVersion
 from migscope.sim import Simulation
 
 

@@ -13,8 +13,8 @@ import pytest
 from simhelpers import gpm_metrics, mig_devices, simulate, started
 
 from migscope.sim import load_containers, load_series
-from migscope.sim.traces import BUILTIN_DUTY, BUILTIN_MEMORY, TraceError, builtin_trace
-from migscope.sim.workloads import Bursty, Constant, Idle, Periodic, Trace, Workload
+from migscope.sim._traces import BUILTIN_DUTY, BUILTIN_MEMORY, TraceError, builtin_trace
+from migscope.sim._workloads import Bursty, Constant, Idle, Periodic, Trace, Workload
 
 GIB = 2**30
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.analyzer.dialect import Dialect
+from migscope.analyzer._intake.dialect import Dialect
 from support.prometheus import requires_prometheus
 from support.victoria import requires_victoria
 

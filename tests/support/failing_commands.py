@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from migscope.core.errors import UserError
+from migscope.core._errors import UserError
 
 
 class _LibraryError(UserError):

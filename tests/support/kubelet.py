@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import grpc
 
-from migscope.exporter.podresources import api_pb2, api_pb2_grpc
+from migscope.exporter._podresources import api_pb2, api_pb2_grpc
 
 __all__ = ["NVIDIA_CDI_KIND", "THREAD_PREFIX", "FakeKubelet", "Mode", "make_claim", "make_pod"]
 

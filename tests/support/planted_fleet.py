@@ -3,7 +3,7 @@
 Why planted statistics and not the simulator: the report's cost grows with the number of
 slices, not with how they were measured, and a 5,000-slice fleet of planted week statistics
 is analysed in seconds (the planner still runs for real, through
-:func:`migscope.analyzer.pipeline.analyze`). Each slice plays a role of
+:func:`migscope.analyzer._pipeline.analyze`). Each slice plays a role of
 :mod:`support.planted_slices` and gets 168 hours of activity and allocation drawn from a
 seeded generator, so two calls with the same size give the same report.
 
@@ -18,12 +18,12 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from migscope.analyzer.model import HourlyUse, Owner, SliceStats
-from migscope.analyzer.options import AnalyzeOptions
-from migscope.analyzer.pipeline import analyze
-from migscope.analyzer.result import AnalysisResult
-from migscope.core.catalogue import find_model
-from migscope.core.layout import is_valid
+from migscope.analyzer._model import HourlyUse, Owner, SliceStats
+from migscope.analyzer._options import AnalyzeOptions
+from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._result import AnalysisResult
+from migscope.core._catalogue import find_model
+from migscope.core._layout import is_valid
 from support.planted_slices import WEEK, planted_week
 
 __all__ = ["FLEET_START", "NAMESPACES", "planted_fleet", "planted_fleet_stats"]

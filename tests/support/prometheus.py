@@ -22,7 +22,7 @@ The same history helpers (:func:`to_openmetrics`, :func:`to_import_text`) feed
 :class:`support.victoria.VictoriaServer`, so one data set can be checked on both engines.
 Startup takes about a second; a failed start raises :class:`ServerStartError` with the
 server's log in the message. Process handling and the promtool backfill are the product's
-own (:mod:`migscope.analyzer.sources.local_prometheus`, what ``--prometheus-embedded`` runs);
+own (:mod:`migscope.analyzer._intake.local_prometheus`, what ``--prometheus-embedded`` runs);
 this adds history from Python values, ``remote_read``, a route prefix and TLS/auth.
 """
 
@@ -44,7 +44,7 @@ from typing import NamedTuple, TextIO
 import httpx
 import pytest
 
-from migscope.analyzer.sources.local_prometheus import (
+from migscope.analyzer._intake.local_prometheus import (
     LocalPrometheus,
     ManagedServer,
     ServerStartError,

@@ -4,7 +4,7 @@ Why a reader: the report's tests compare what the page shows with report.json, s
 need the page's tables as rows of text and its heatmaps as values. The page is parsed with
 the standard library's HTML parser (entities decoded, as a browser would) and the heatmap
 PNGs are decoded here (8-bit palette, filter 0 on every row: what
-``migscope.analyzer.report.html.png`` writes).
+``migscope.analyzer._report.html.png`` writes).
 """
 
 from __future__ import annotations

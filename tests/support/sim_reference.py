@@ -1,6 +1,6 @@
 """The simulated source as it was: the simulator's scalar API asked sample by sample.
 
-This is ``migscope.analyzer.sources.simulation.simulate_slices`` before it evaluated the
+This is ``migscope.analyzer._intake.simulation.simulate_slices`` before it evaluated the
 workloads over whole arrays (``sources/sim_truth.py``): every sample calls
 ``SimInstance.sample``, ``Workload.memory_at`` and ``Workload.cumulative``. Kept as the
 reference that ``tests/analyzer/test_simulation_fast.py`` holds the fast path to, and as the
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from migscope.analyzer.model import SliceInfo, SliceKey
-from migscope.analyzer.stats import SliceSeries, TimeSeries
+from migscope.analyzer._intake.stats_local import SliceSeries, TimeSeries
+from migscope.analyzer._model import SliceInfo, SliceKey
 from migscope.sim import Simulation
-from migscope.sim.gpu import MIG_RESERVED_BYTES, SimInstance
+from migscope.sim._gpu import MIG_RESERVED_BYTES, SimInstance
 
 __all__ = ["reference_slices"]
 

@@ -3,7 +3,7 @@
 One source per run: ``--prometheus URL`` (statistics computed by the server in PromQL),
 ``--source FILE`` (an OpenMetrics/text exposition of migscope's or dcgm-exporter's series)
 or ``--simulate SCENARIO`` (the simulator's ground truth, no GPU needed); each is a
-:class:`~migscope.analyzer.sources.base.Source` and the analysis is
+:class:`~migscope.analyzer._intake.base.Source` and the analysis is
 :func:`migscope.analyzer.run`. Every failure a user can fix (unreachable server, no MIG
 series, bad window, unreadable file) is one line on stderr and exit status 1. Progress goes to
 stderr: every stage on a terminal; in a log (a CronJob, the scheduler) a timestamped line every
@@ -341,7 +341,7 @@ def _apply(report: ReportV1, *, kubeconfig: str | None, drain: bool) -> None:
 
     They are :class:`ApplySettings`' own: one node, daily limits, no drain unless asked, no
     plan from simulated data nor older than a day. The applier reads the report as
-    ``report.json`` has it (:func:`~migscope.core.spec.v1.report_json`).
+    ``report.json`` has it (:func:`~migscope.core._spec.v1.report_json`).
     """
     from migscope.applier import ApplySettings, plan_from_report
     from migscope.cli.apply_cmd import run_apply

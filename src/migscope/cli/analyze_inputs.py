@@ -1,7 +1,7 @@
 """What ``analyze`` and ``demo`` read besides their flags: the source, the policy, pending pods.
 
 Each function turns one group of flags into the analyzer's terms (a
-:class:`~migscope.analyzer.sources.base.Source`, a policy, pending demand) and says what is
+:class:`~migscope.analyzer._intake.base.Source`, a policy, pending demand) and says what is
 wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them together. What
 they hand over to (the sources, the policy, the Kubernetes client) is imported when they are
 called, so that importing this module for ``--help`` loads none of it.

@@ -4,11 +4,11 @@ Without ``--apply`` nothing is written, resumed, waited for or locked: every pla
 checked as the real run would check it and the exact ConfigMap key, label and pods that
 would change are printed, with the reason for every node that would be skipped and every
 change an interrupted run left unfinished. With ``--apply`` the per-node workflow of
-:mod:`migscope.applier.applier` runs under a Lease; JSON audit lines go to stderr and the
+:mod:`migscope.applier._applier` runs under a Lease; JSON audit lines go to stderr and the
 summary to stdout.
 
 Before any of that, the plan's provenance decides whether ``--apply`` may use it at all
-(:meth:`migscope.applier.plan.ApplyPlan.refusal`): not from simulated data unless
+(:meth:`migscope.applier._plan.ApplyPlan.refusal`): not from simulated data unless
 ``--allow-simulated``, not older than ``--max-plan-age``, not without provenance. ``--apply``
 refuses such a plan with one line (exit 1) before reading the kubeconfig; a dry run still
 describes it and says, as a note, what ``--apply`` would refuse (exit 0: it did what was
@@ -69,7 +69,7 @@ def run_apply(
     context: str | None,
     output: str,
 ) -> int:
-    """Apply an :class:`~migscope.applier.plan.ApplyPlan`; print the outcome; the exit status.
+    """Apply an :class:`~migscope.applier._plan.ApplyPlan`; print the outcome; the exit status.
 
     ``settings`` carries the provenance rules too (``allow_simulated``, ``max_plan_age_s``):
     a caller that leaves them at :class:`ApplySettings`' defaults gets the safe ones

@@ -1,6 +1,6 @@
 """The CLI's own one-line error: wrong input that only the command line can know about.
 
-Library code raises :class:`~migscope.core.errors.UserError` subclasses, which the ``migscope``
+Library code raises :class:`~migscope.core._errors.UserError` subclasses, which the ``migscope``
 group prints as one line; :class:`InvalidInput` is the same kind of error raised by the CLI
 itself (a flag combination, an unreadable file named on the command line). It is both a
 ``UserError`` (one root for everything a user can fix) and a ``click.ClickException`` (so

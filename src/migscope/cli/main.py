@@ -1,7 +1,7 @@
 """The ``migscope`` command: one entry point, one subcommand per job.
 
 Errors a user can fix (bad input, unknown GPU model, invalid config, a Prometheus that does
-not answer) are :class:`~migscope.core.errors.UserError` and print as one line on stderr,
+not answer) are :class:`~migscope.core._errors.UserError` and print as one line on stderr,
 ``migscope: error: ...``, exit code 1 (``MIGSCOPE_DEBUG=1`` shows the chained causes); usage
 errors (unknown option, missing argument) are click's and exit with 2. Anything else is a bug
 and keeps its traceback, so that it can be reported.

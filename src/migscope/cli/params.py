@@ -3,7 +3,7 @@
 - ``--out DIR``: where a command writes its files; ``--format FMT`` (``-o``): what it prints
   on stdout. ``--output`` used to mean the format; it stays for one release as a deprecated
   alias (a warning on stderr says what to use).
-- Durations everywhere (:mod:`migscope.core.durations`): ``--window 7d``, ``--timeout 30s``,
+- Durations everywhere (:mod:`migscope.core._durations`): ``--window 7d``, ``--timeout 30s``,
   ``--step 60s``; a bare number is seconds, which keeps the old spellings working.
 - A name means one thing: ``--window`` is the analysed window (``analyze``, ``demo``); the
   applier's maintenance windows are ``--maintenance-window`` (``apply --window`` stays as

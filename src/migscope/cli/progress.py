@@ -50,7 +50,7 @@ def stage_of(message: str) -> str:
 class ProgressLog:
     """Stage messages to ``write``: all of them on a terminal, rate-limited in a log.
 
-    Call it with each message (it is an :data:`~migscope.analyzer.options.Progress`); call
+    Call it with each message (it is an :data:`~migscope.analyzer._options.Progress`); call
     :meth:`tick` now and then (a :class:`Heartbeat` does) and :meth:`finish` at the end.
     Thread-safe: the analysis reports from the main thread, the heartbeat from its own.
 

@@ -4,7 +4,7 @@ A fleet that outgrew one Prometheus is read through the engine it already runs, 
 wants something of its own: Mimir and Cortex a tenant header (``X-Scope-OrgID``), Thanos
 with query tenancy ``THANOS-TENANT``, a gateway an API key header, a private CA, a client
 certificate, basic auth (Grafana Cloud, hosted Mimir). The Prometheus client takes all of
-them (:class:`~migscope.analyzer.sources.prometheus.PrometheusClient`); this module turns the
+them (:class:`~migscope.analyzer._intake.prometheus.PrometheusClient`); this module turns the
 flags into its options.
 
 Why a module of its own: every flag names a file or a value that can be wrong in a way the

@@ -20,7 +20,7 @@ What it reproduces of the real plugin:
 Not reproduced: DynamicMIG (a test writes such slices itself), counters, health, CDI,
 claims' preparation (the scheduler's allocation is written by the test), the driver's other
 attributes and capacities. Device minors are the GPU indices; placements are the first the
-catalogue allows for the layout (:func:`migscope.core.layout.is_valid`).
+catalogue allows for the layout (:func:`migscope.core._layout.is_valid`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from migscope.core.catalogue import model_for_pci
-from migscope.core.layout import is_valid
+from migscope.core._catalogue import model_for_pci
+from migscope.core._layout import is_valid
 
 from .mig_manager import H200_PCI, PAUSED, MigManagerSim
 from .objects import pod

@@ -31,7 +31,7 @@ no transition at all, so a retry needs a different value, as upstream):
 6. knob ``reboot``: ``rebooting``, the node's Ready condition goes False for
    ``reboot_seconds``, then ``success`` or ``failed`` per ``reboot_outcome``;
 7. knob ``fail``, or a layout the GPU model cannot place (checked with
-   :mod:`migscope.core.layout` for catalogued PCI device IDs) → ``failed``;
+   :mod:`migscope.core._layout` for catalogued PCI device IDs) → ``failed``;
 8. apply: the node's ``status.capacity``/``status.allocatable`` get the new
    ``nvidia.com/mig-<profile>`` counts (mixed strategy; ``nvidia.com/gpu`` counts GPUs with
    MIG off) and resources that went away drop to ``"0"`` as the kubelet leaves them; GFD's
@@ -74,8 +74,8 @@ import kubernetes.watch
 import urllib3
 import yaml
 
-from migscope.core.catalogue import model_for_pci
-from migscope.core.layout import is_valid
+from migscope.core._catalogue import model_for_pci
+from migscope.core._layout import is_valid
 
 from .server import THREAD_PREFIX, KubeApiServer
 

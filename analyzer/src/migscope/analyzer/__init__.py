@@ -13,8 +13,20 @@ from typing import TYPE_CHECKING
 from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.analyzer.analysis import run
-    from migscope.analyzer.options import (
+    from migscope.analyzer._analysis import run
+    from migscope.analyzer._intake.base import Source
+    from migscope.analyzer._intake.embedded_prometheus import EmbeddedPrometheusSource
+    from migscope.analyzer._intake.file import FileSource
+    from migscope.analyzer._intake.kube_pending import list_pending_pods, pending_demand
+    from migscope.analyzer._intake.prometheus.auth import header_problem
+    from migscope.analyzer._intake.prometheus.client import PrometheusClient
+    from migscope.analyzer._intake.prometheus_source import PrometheusSource
+    from migscope.analyzer._intake.simulation import SimulationSource
+    from migscope.analyzer._intake.stats_promql.result import StatsMode
+    from migscope.analyzer._intake.workload_owners import cluster_owners, kube_state_metrics_owners
+    from migscope.analyzer._judge.policy import Policy, load_policy
+    from migscope.analyzer._judge.workloads import OwnerLookup, PodOwners, merge_owners
+    from migscope.analyzer._options import (
         DEFAULT_HEADROOM,
         DEFAULT_OBJECTIVE,
         DEFAULT_STEP_SECONDS,
@@ -25,60 +37,48 @@ if TYPE_CHECKING:
         AnalyzeOptions,
         Objective,
     )
-    from migscope.analyzer.policy import Policy, load_policy
-    from migscope.analyzer.report import Format, write_report, write_reports
-    from migscope.analyzer.report.data import ReportExtras, build_report
-    from migscope.analyzer.report.grafana import normalise_base_url
-    from migscope.analyzer.report.trend import read_trend
-    from migscope.analyzer.result import AnalysisResult
-    from migscope.analyzer.sources.base import Source
-    from migscope.analyzer.sources.embedded_prometheus import EmbeddedPrometheusSource
-    from migscope.analyzer.sources.file import FileSource
-    from migscope.analyzer.sources.kube_pending import list_pending_pods, pending_demand
-    from migscope.analyzer.sources.prometheus.auth import header_problem
-    from migscope.analyzer.sources.prometheus.client import PrometheusClient
-    from migscope.analyzer.sources.prometheus_source import PrometheusSource
-    from migscope.analyzer.sources.remote_stats.result import StatsMode
-    from migscope.analyzer.sources.simulation import SimulationSource
-    from migscope.analyzer.sources.workload_owners import cluster_owners, kube_state_metrics_owners
-    from migscope.analyzer.workloads import OwnerLookup, PodOwners, merge_owners
+    from migscope.analyzer._report import Format, write_report, write_reports
+    from migscope.analyzer._report.data import ReportExtras, build_report
+    from migscope.analyzer._report.grafana import normalise_base_url
+    from migscope.analyzer._report.trend import read_trend
+    from migscope.analyzer._result import AnalysisResult
 
 _HOME = {
-    "AnalyzeOptions": "options",
-    "DEFAULT_HEADROOM": "options",
-    "DEFAULT_OBJECTIVE": "options",
-    "DEFAULT_STEP_SECONDS": "options",
-    "DEFAULT_TIMEOUT_SECONDS": "options",
-    "DEFAULT_TIME_LIMIT_SECONDS": "options",
-    "DEFAULT_WINDOW_SECONDS": "options",
-    "Objective": "options",
-    "STATS_MODES": "options",
-    "Policy": "policy",
-    "load_policy": "policy",
-    "Format": "report",
-    "write_report": "report",
-    "write_reports": "report",
-    "ReportExtras": "report.data",
-    "build_report": "report.data",
-    "normalise_base_url": "report.grafana",
-    "read_trend": "report.trend",
-    "AnalysisResult": "result",
-    "run": "analysis",
-    "Source": "sources.base",
-    "EmbeddedPrometheusSource": "sources.embedded_prometheus",
-    "FileSource": "sources.file",
-    "list_pending_pods": "sources.kube_pending",
-    "pending_demand": "sources.kube_pending",
-    "header_problem": "sources.prometheus.auth",
-    "PrometheusClient": "sources.prometheus.client",
-    "PrometheusSource": "sources.prometheus_source",
-    "StatsMode": "sources.remote_stats.result",
-    "SimulationSource": "sources.simulation",
-    "cluster_owners": "sources.workload_owners",
-    "kube_state_metrics_owners": "sources.workload_owners",
-    "OwnerLookup": "workloads",
-    "PodOwners": "workloads",
-    "merge_owners": "workloads",
+    "AnalyzeOptions": "_options",
+    "DEFAULT_HEADROOM": "_options",
+    "DEFAULT_OBJECTIVE": "_options",
+    "DEFAULT_STEP_SECONDS": "_options",
+    "DEFAULT_TIMEOUT_SECONDS": "_options",
+    "DEFAULT_TIME_LIMIT_SECONDS": "_options",
+    "DEFAULT_WINDOW_SECONDS": "_options",
+    "Objective": "_options",
+    "STATS_MODES": "_options",
+    "Policy": "_judge.policy",
+    "load_policy": "_judge.policy",
+    "Format": "_report",
+    "write_report": "_report",
+    "write_reports": "_report",
+    "ReportExtras": "_report.data",
+    "build_report": "_report.data",
+    "normalise_base_url": "_report.grafana",
+    "read_trend": "_report.trend",
+    "AnalysisResult": "_result",
+    "run": "_analysis",
+    "Source": "_intake.base",
+    "EmbeddedPrometheusSource": "_intake.embedded_prometheus",
+    "FileSource": "_intake.file",
+    "list_pending_pods": "_intake.kube_pending",
+    "pending_demand": "_intake.kube_pending",
+    "header_problem": "_intake.prometheus.auth",
+    "PrometheusClient": "_intake.prometheus.client",
+    "PrometheusSource": "_intake.prometheus_source",
+    "StatsMode": "_intake.stats_promql.result",
+    "SimulationSource": "_intake.simulation",
+    "cluster_owners": "_intake.workload_owners",
+    "kube_state_metrics_owners": "_intake.workload_owners",
+    "OwnerLookup": "_judge.workloads",
+    "PodOwners": "_judge.workloads",
+    "merge_owners": "_judge.workloads",
 }
 """Each exported name's module (under ``migscope.analyzer``)."""
 

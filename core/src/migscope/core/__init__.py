@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from migscope.core.front_door import lazy_exports
+from migscope.core._front_door import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.core.catalogue import all_models, find_model, model_for_name
-    from migscope.core.dashboards import DASHBOARDS
-    from migscope.core.disruption import (
+    from migscope.core._catalogue import all_models, find_model, model_for_name
+    from migscope.core._dashboards import DASHBOARDS
+    from migscope.core._disruption import (
         GpuLayouts,
         SliceOnGpu,
         gpu_recreated,
@@ -23,11 +23,11 @@ if TYPE_CHECKING:
         recreated_gpus,
         violations,
     )
-    from migscope.core.dra_names import NVIDIA_DRIVER, DeviceName, parse_device_name, profile_key
-    from migscope.core.drivers import DriverVersion, DriverVersionError
-    from migscope.core.durations import DurationError, format_duration, parse_duration
-    from migscope.core.errors import MigscopeError, UserError, one_line
-    from migscope.core.gpu_models.gpu_model import (
+    from migscope.core._dra_names import NVIDIA_DRIVER, DeviceName, parse_device_name, profile_key
+    from migscope.core._drivers import DriverVersion, DriverVersionError
+    from migscope.core._durations import DurationError, format_duration, parse_duration
+    from migscope.core._errors import MigscopeError, UserError, one_line
+    from migscope.core._gpu_models.gpu_model import (
         CatalogueError,
         GiProfile,
         GpuModel,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         normalise_profile_name,
         parse_pci_device_id,
     )
-    from migscope.core.layout import (
+    from migscope.core._layout import (
         Layout,
         LayoutCheck,
         LayoutError,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         maximal_layouts,
         valid_layouts,
     )
-    from migscope.core.metrics import (
+    from migscope.core._metrics import (
         DCGM_COMPAT,
         GPU_LABELS,
         GPU_UUID,
@@ -58,32 +58,32 @@ if TYPE_CHECKING:
         MetricSpec,
         metric,
     )
-    from migscope.core.migparted.build import entry_for_layout, merge_configs
-    from migscope.core.migparted.check import (
+    from migscope.core._migparted.build import entry_for_layout, merge_configs
+    from migscope.core._migparted.check import (
         ConfigCheck,
         ConfigReport,
         check_config,
         entry_applies_to,
     )
-    from migscope.core.migparted.emit import emit_config
-    from migscope.core.migparted.errors import ConfigConflictError, ConfigError
-    from migscope.core.migparted.instances import gpu_instances
-    from migscope.core.migparted.model import MigConfigEntry, MigPartedConfig
-    from migscope.core.migparted.parse import parse_config
-    from migscope.core.migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
-    from migscope.core.named_layouts import generated_configs, layout_for_gpu
-    from migscope.core.profile_table.build import model_from_table
-    from migscope.core.profile_table.compare import compare
-    from migscope.core.profile_table.identify import identify_model
-    from migscope.core.profile_table.model import (
+    from migscope.core._migparted.emit import emit_config
+    from migscope.core._migparted.errors import ConfigConflictError, ConfigError
+    from migscope.core._migparted.instances import gpu_instances
+    from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
+    from migscope.core._migparted.parse import parse_config
+    from migscope.core._migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
+    from migscope.core._named_layouts import generated_configs, layout_for_gpu
+    from migscope.core._profile_table.build import model_from_table
+    from migscope.core._profile_table.compare import compare
+    from migscope.core._profile_table.identify import identify_model
+    from migscope.core._profile_table.model import (
         Difference,
         ObservedProfile,
         ProfileTable,
         ProfileTableError,
     )
-    from migscope.core.profile_table.pasted import tables_from_nvidia_smi
-    from migscope.core.redaction import redact_argv, redact_data, redact_text
-    from migscope.core.spec.v1 import (
+    from migscope.core._profile_table.pasted import tables_from_nvidia_smi
+    from migscope.core._redaction import redact_argv, redact_data, redact_text
+    from migscope.core._spec.v1 import (
         NODE_PLAN_FILE,
         REPORT_FILE,
         SCHEMA_VERSION,
@@ -109,8 +109,8 @@ if TYPE_CHECKING:
         validate_node_plan,
         validate_report,
     )
-    from migscope.core.thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
-    from migscope.core.validation import (
+    from migscope.core._thresholds import IDLE_ACTIVITY_BELOW, IDLE_MEMORY_BELOW
+    from migscope.core._validation import (
         BUILTIN_WORDING,
         OTHER,
         Wording,
@@ -118,7 +118,7 @@ if TYPE_CHECKING:
         describe_problem,
         first_validation_problem,
     )
-    from migscope.core.yaml_messages import (
+    from migscope.core._yaml_messages import (
         FileProblemError,
         Loc,
         YamlProblem,
@@ -132,125 +132,125 @@ if TYPE_CHECKING:
     )
 
 _HOME = {
-    "lazy_exports": "front_door",
-    "all_models": "catalogue",
-    "find_model": "catalogue",
-    "model_for_name": "catalogue",
-    "DASHBOARDS": "dashboards",
-    "GpuLayouts": "disruption",
-    "SliceOnGpu": "disruption",
-    "gpu_recreated": "disruption",
-    "pods_losing_device": "disruption",
-    "recreated_gpus": "disruption",
-    "violations": "disruption",
-    "DeviceName": "dra_names",
-    "NVIDIA_DRIVER": "dra_names",
-    "parse_device_name": "dra_names",
-    "profile_key": "dra_names",
-    "DriverVersion": "drivers",
-    "DriverVersionError": "drivers",
-    "DurationError": "durations",
-    "format_duration": "durations",
-    "parse_duration": "durations",
-    "MigscopeError": "errors",
-    "UserError": "errors",
-    "one_line": "errors",
-    "CatalogueError": "gpu_models.gpu_model",
-    "GiProfile": "gpu_models.gpu_model",
-    "GpuModel": "gpu_models.gpu_model",
-    "NameStatus": "gpu_models.gpu_model",
-    "UnknownGpuError": "gpu_models.gpu_model",
-    "UnknownProfileError": "gpu_models.gpu_model",
-    "normalise_profile_name": "gpu_models.gpu_model",
-    "parse_pci_device_id": "gpu_models.gpu_model",
-    "Layout": "layout",
-    "LayoutCheck": "layout",
-    "LayoutError": "layout",
-    "PlacedInstance": "layout",
-    "is_valid": "layout",
-    "maximal_layouts": "layout",
-    "valid_layouts": "layout",
-    "DCGM_COMPAT": "metrics",
-    "DcgmCompatSpec": "metrics",
-    "DcgmType": "metrics",
-    "GPU_LABELS": "metrics",
-    "GPU_UUID": "metrics",
-    "METRICS": "metrics",
-    "MIG_LABELS": "metrics",
-    "MetricSpec": "metrics",
-    "PREFIX": "metrics",
-    "metric": "metrics",
-    "entry_for_layout": "migparted.build",
-    "merge_configs": "migparted.build",
-    "ConfigCheck": "migparted.check",
-    "ConfigReport": "migparted.check",
-    "check_config": "migparted.check",
-    "entry_applies_to": "migparted.check",
-    "emit_config": "migparted.emit",
-    "ConfigConflictError": "migparted.errors",
-    "ConfigError": "migparted.errors",
-    "gpu_instances": "migparted.instances",
-    "MigConfigEntry": "migparted.model",
-    "MigPartedConfig": "migparted.model",
-    "parse_config": "migparted.parse",
-    "ConfigSource": "migparted.source",
-    "PLAIN_FORM": "migparted.source",
-    "read_config_sources": "migparted.source",
-    "generated_configs": "named_layouts",
-    "layout_for_gpu": "named_layouts",
-    "model_from_table": "profile_table.build",
-    "compare": "profile_table.compare",
-    "identify_model": "profile_table.identify",
-    "Difference": "profile_table.model",
-    "ObservedProfile": "profile_table.model",
-    "ProfileTable": "profile_table.model",
-    "ProfileTableError": "profile_table.model",
-    "tables_from_nvidia_smi": "profile_table.pasted",
-    "redact_argv": "redaction",
-    "redact_data": "redaction",
-    "redact_text": "redaction",
-    "ClaimResizeV1": "spec.v1",
-    "EvidenceV1": "spec.v1",
-    "GpuLayoutV1": "spec.v1",
-    "NODE_PLAN_FILE": "spec.v1",
-    "NodePlanEntryV1": "spec.v1",
-    "NodePlanV1": "spec.v1",
-    "PlannedGpuV1": "spec.v1",
-    "PoolV1": "spec.v1",
-    "ProvenanceV1": "spec.v1",
-    "REPORT_FILE": "spec.v1",
-    "RecommendationV1": "spec.v1",
-    "ReplayV1": "spec.v1",
-    "ReportV1": "spec.v1",
-    "SCHEMA_VERSION": "spec.v1",
-    "SavingsV1": "spec.v1",
-    "SliceV1": "spec.v1",
-    "TrendPointV1": "spec.v1",
-    "WhatIfV1": "spec.v1",
-    "WindowV1": "spec.v1",
-    "WorkloadV1": "spec.v1",
-    "json_schema": "spec.v1",
-    "report_json": "spec.v1",
-    "validate_node_plan": "spec.v1",
-    "validate_report": "spec.v1",
-    "IDLE_ACTIVITY_BELOW": "thresholds",
-    "IDLE_MEMORY_BELOW": "thresholds",
-    "BUILTIN_WORDING": "validation",
-    "OTHER": "validation",
-    "Wording": "validation",
-    "describe_error": "validation",
-    "describe_problem": "validation",
-    "first_validation_problem": "validation",
-    "FileProblemError": "yaml_messages",
-    "Loc": "yaml_messages",
-    "YamlProblem": "yaml_messages",
-    "compose_node": "yaml_messages",
-    "compose_with_lines": "yaml_messages",
-    "construct_strict": "yaml_messages",
-    "describe_location": "yaml_messages",
-    "first_problem": "yaml_messages",
-    "line_for": "yaml_messages",
-    "load_strict": "yaml_messages",
+    "lazy_exports": "_front_door",
+    "all_models": "_catalogue",
+    "find_model": "_catalogue",
+    "model_for_name": "_catalogue",
+    "DASHBOARDS": "_dashboards",
+    "GpuLayouts": "_disruption",
+    "SliceOnGpu": "_disruption",
+    "gpu_recreated": "_disruption",
+    "pods_losing_device": "_disruption",
+    "recreated_gpus": "_disruption",
+    "violations": "_disruption",
+    "DeviceName": "_dra_names",
+    "NVIDIA_DRIVER": "_dra_names",
+    "parse_device_name": "_dra_names",
+    "profile_key": "_dra_names",
+    "DriverVersion": "_drivers",
+    "DriverVersionError": "_drivers",
+    "DurationError": "_durations",
+    "format_duration": "_durations",
+    "parse_duration": "_durations",
+    "MigscopeError": "_errors",
+    "UserError": "_errors",
+    "one_line": "_errors",
+    "CatalogueError": "_gpu_models.gpu_model",
+    "GiProfile": "_gpu_models.gpu_model",
+    "GpuModel": "_gpu_models.gpu_model",
+    "NameStatus": "_gpu_models.gpu_model",
+    "UnknownGpuError": "_gpu_models.gpu_model",
+    "UnknownProfileError": "_gpu_models.gpu_model",
+    "normalise_profile_name": "_gpu_models.gpu_model",
+    "parse_pci_device_id": "_gpu_models.gpu_model",
+    "Layout": "_layout",
+    "LayoutCheck": "_layout",
+    "LayoutError": "_layout",
+    "PlacedInstance": "_layout",
+    "is_valid": "_layout",
+    "maximal_layouts": "_layout",
+    "valid_layouts": "_layout",
+    "DCGM_COMPAT": "_metrics",
+    "DcgmCompatSpec": "_metrics",
+    "DcgmType": "_metrics",
+    "GPU_LABELS": "_metrics",
+    "GPU_UUID": "_metrics",
+    "METRICS": "_metrics",
+    "MIG_LABELS": "_metrics",
+    "MetricSpec": "_metrics",
+    "PREFIX": "_metrics",
+    "metric": "_metrics",
+    "entry_for_layout": "_migparted.build",
+    "merge_configs": "_migparted.build",
+    "ConfigCheck": "_migparted.check",
+    "ConfigReport": "_migparted.check",
+    "check_config": "_migparted.check",
+    "entry_applies_to": "_migparted.check",
+    "emit_config": "_migparted.emit",
+    "ConfigConflictError": "_migparted.errors",
+    "ConfigError": "_migparted.errors",
+    "gpu_instances": "_migparted.instances",
+    "MigConfigEntry": "_migparted.model",
+    "MigPartedConfig": "_migparted.model",
+    "parse_config": "_migparted.parse",
+    "ConfigSource": "_migparted.source",
+    "PLAIN_FORM": "_migparted.source",
+    "read_config_sources": "_migparted.source",
+    "generated_configs": "_named_layouts",
+    "layout_for_gpu": "_named_layouts",
+    "model_from_table": "_profile_table.build",
+    "compare": "_profile_table.compare",
+    "identify_model": "_profile_table.identify",
+    "Difference": "_profile_table.model",
+    "ObservedProfile": "_profile_table.model",
+    "ProfileTable": "_profile_table.model",
+    "ProfileTableError": "_profile_table.model",
+    "tables_from_nvidia_smi": "_profile_table.pasted",
+    "redact_argv": "_redaction",
+    "redact_data": "_redaction",
+    "redact_text": "_redaction",
+    "ClaimResizeV1": "_spec.v1",
+    "EvidenceV1": "_spec.v1",
+    "GpuLayoutV1": "_spec.v1",
+    "NODE_PLAN_FILE": "_spec.v1",
+    "NodePlanEntryV1": "_spec.v1",
+    "NodePlanV1": "_spec.v1",
+    "PlannedGpuV1": "_spec.v1",
+    "PoolV1": "_spec.v1",
+    "ProvenanceV1": "_spec.v1",
+    "REPORT_FILE": "_spec.v1",
+    "RecommendationV1": "_spec.v1",
+    "ReplayV1": "_spec.v1",
+    "ReportV1": "_spec.v1",
+    "SCHEMA_VERSION": "_spec.v1",
+    "SavingsV1": "_spec.v1",
+    "SliceV1": "_spec.v1",
+    "TrendPointV1": "_spec.v1",
+    "WhatIfV1": "_spec.v1",
+    "WindowV1": "_spec.v1",
+    "WorkloadV1": "_spec.v1",
+    "json_schema": "_spec.v1",
+    "report_json": "_spec.v1",
+    "validate_node_plan": "_spec.v1",
+    "validate_report": "_spec.v1",
+    "IDLE_ACTIVITY_BELOW": "_thresholds",
+    "IDLE_MEMORY_BELOW": "_thresholds",
+    "BUILTIN_WORDING": "_validation",
+    "OTHER": "_validation",
+    "Wording": "_validation",
+    "describe_error": "_validation",
+    "describe_problem": "_validation",
+    "first_validation_problem": "_validation",
+    "FileProblemError": "_yaml_messages",
+    "Loc": "_yaml_messages",
+    "YamlProblem": "_yaml_messages",
+    "compose_node": "_yaml_messages",
+    "compose_with_lines": "_yaml_messages",
+    "construct_strict": "_yaml_messages",
+    "describe_location": "_yaml_messages",
+    "first_problem": "_yaml_messages",
+    "line_for": "_yaml_messages",
+    "load_strict": "_yaml_messages",
 }
 """Each exported name's module (under ``migscope.core``)."""
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.exporter.cli import exporter
+    from migscope.exporter._cli import exporter
 
 _HOME = {
-    "exporter": "cli",
+    "exporter": "_cli",
 }
 """Each exported name's module (under ``migscope.exporter``)."""
 

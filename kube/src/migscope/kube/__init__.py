@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.kube.client import (
+    from migscope.kube._client import (
         ApiError,
         Conflict,
         DryRunWrite,
@@ -28,20 +28,20 @@ if TYPE_CHECKING:
         TooManyRequests,
         now_rfc3339,
     )
-    from migscope.kube.config import KubeConfigError, api_client
+    from migscope.kube._config import KubeConfigError, api_client
 
 _HOME = {
-    "ApiError": "client",
-    "Conflict": "client",
-    "DryRunWrite": "client",
-    "Kube": "client",
-    "KubeError": "client",
-    "NotFound": "client",
-    "ReadOnlyKube": "client",
-    "TooManyRequests": "client",
-    "now_rfc3339": "client",
-    "KubeConfigError": "config",
-    "api_client": "config",
+    "ApiError": "_client",
+    "Conflict": "_client",
+    "DryRunWrite": "_client",
+    "Kube": "_client",
+    "KubeError": "_client",
+    "NotFound": "_client",
+    "ReadOnlyKube": "_client",
+    "TooManyRequests": "_client",
+    "now_rfc3339": "_client",
+    "KubeConfigError": "_config",
+    "api_client": "_config",
 }
 """Each exported name's module (under ``migscope.kube``)."""
 

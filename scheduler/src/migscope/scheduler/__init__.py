@@ -9,17 +9,17 @@ the service with it, and a run on a schedule is exactly the command a person wou
 
 One module per job:
 
-* :mod:`~migscope.scheduler.cron`: crontab lines with crontab's meaning (Sunday = 0, the
+* :mod:`~migscope.scheduler._cron`: crontab lines with crontab's meaning (Sunday = 0, the
   two day fields ORed), not APScheduler's, and time zones.
-* :mod:`~migscope.scheduler.config`: the schedule file, read strictly, and its errors.
-* :mod:`~migscope.scheduler.joblog`: everything is one JSON object per line on stderr.
-* :mod:`~migscope.scheduler.runs`: one run as a child process with a time limit.
-* :mod:`~migscope.scheduler.rundirs`: a run directory per report; only good reports become
+* :mod:`~migscope.scheduler._config`: the schedule file, read strictly, and its errors.
+* :mod:`~migscope.scheduler._joblog`: everything is one JSON object per line on stderr.
+* :mod:`~migscope.scheduler._runs`: one run as a child process with a time limit.
+* :mod:`~migscope.scheduler._rundirs`: a run directory per report; only good reports become
   ``latest``.
-* :mod:`~migscope.scheduler.webhook`: a POST after each run, which never fails the run.
-* :mod:`~migscope.scheduler.service`: the scheduler itself (one run at a time, coalescing,
+* :mod:`~migscope.scheduler._webhook`: a POST after each run, which never fails the run.
+* :mod:`~migscope.scheduler._service`: the scheduler itself (one run at a time, coalescing,
   misfire grace, a clean stop on SIGTERM) and ``--once``.
-* :mod:`~migscope.scheduler.defaults`: the numbers ``migscope schedule --help`` shows.
+* :mod:`~migscope.scheduler._defaults`: the numbers ``migscope schedule --help`` shows.
 
 The names below are this distribution's front door. They load on first use (PEP 562): the
 CLI imports this package to print ``--help``, which must not load APScheduler, pydantic or
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.scheduler.config import (
+    from migscope.scheduler._config import (
         ArgsCheck,
         JobArgsError,
         JobConfig,
@@ -44,39 +44,39 @@ if TYPE_CHECKING:
         next_fire_times,
         parse_schedule,
     )
-    from migscope.scheduler.cron import cron_trigger, zone
-    from migscope.scheduler.defaults import (
+    from migscope.scheduler._cron import cron_trigger, zone
+    from migscope.scheduler._defaults import (
         DEFAULT_KILL_AFTER_SECONDS,
         DEFAULT_SHUTDOWN_GRACE_SECONDS,
     )
-    from migscope.scheduler.joblog import JsonLog
-    from migscope.scheduler.rundirs import update_latest
-    from migscope.scheduler.runs import Runner, RunResult, child_argv
-    from migscope.scheduler.service import run_once, serve
-    from migscope.scheduler.webhook import send_webhook
+    from migscope.scheduler._joblog import JsonLog
+    from migscope.scheduler._rundirs import update_latest
+    from migscope.scheduler._runs import Runner, RunResult, child_argv
+    from migscope.scheduler._service import run_once, serve
+    from migscope.scheduler._webhook import send_webhook
 
 _HOME = {
-    "ArgsCheck": "config",
-    "JobArgsError": "config",
-    "JobConfig": "config",
-    "JobKind": "config",
-    "ScheduleConfig": "config",
-    "ScheduleError": "config",
-    "load_schedule": "config",
-    "next_fire_times": "config",
-    "parse_schedule": "config",
-    "cron_trigger": "cron",
-    "zone": "cron",
-    "DEFAULT_KILL_AFTER_SECONDS": "defaults",
-    "DEFAULT_SHUTDOWN_GRACE_SECONDS": "defaults",
-    "JsonLog": "joblog",
-    "update_latest": "rundirs",
-    "RunResult": "runs",
-    "Runner": "runs",
-    "child_argv": "runs",
-    "run_once": "service",
-    "serve": "service",
-    "send_webhook": "webhook",
+    "ArgsCheck": "_config",
+    "JobArgsError": "_config",
+    "JobConfig": "_config",
+    "JobKind": "_config",
+    "ScheduleConfig": "_config",
+    "ScheduleError": "_config",
+    "load_schedule": "_config",
+    "next_fire_times": "_config",
+    "parse_schedule": "_config",
+    "cron_trigger": "_cron",
+    "zone": "_cron",
+    "DEFAULT_KILL_AFTER_SECONDS": "_defaults",
+    "DEFAULT_SHUTDOWN_GRACE_SECONDS": "_defaults",
+    "JsonLog": "_joblog",
+    "update_latest": "_rundirs",
+    "RunResult": "_runs",
+    "Runner": "_runs",
+    "child_argv": "_runs",
+    "run_once": "_service",
+    "serve": "_service",
+    "send_webhook": "_webhook",
 }
 """Each exported name's module (under ``migscope.scheduler``)."""
 

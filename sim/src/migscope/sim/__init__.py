@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING
 from migscope.core import lazy_exports
 
 if TYPE_CHECKING:
-    from migscope.sim.clock import DEFAULT_START, SimClock
-    from migscope.sim.faults import FaultInjector, InjectedError, SlowCall
-    from migscope.sim.gpu import MIG_RESERVED_BYTES, PodOwner, SimGpu, SimInstance
-    from migscope.sim.nvml import SimNvml
-    from migscope.sim.scenario.errors import ScenarioError
-    from migscope.sim.scenario.loading import load_scenario, read_scenario_yaml
-    from migscope.sim.scenario.spec import Scenario
-    from migscope.sim.scenarios import BUILTIN_SCENARIOS, DEMO_SCENARIO, resolve_scenario
-    from migscope.sim.simulation import PodAssignment, SimNode, Simulation
-    from migscope.sim.traces import TraceError, TraceSeries, load_containers, load_series
-    from migscope.sim.workloads import (
+    from migscope.sim._clock import DEFAULT_START, SimClock
+    from migscope.sim._faults import FaultInjector, InjectedError, SlowCall
+    from migscope.sim._gpu import MIG_RESERVED_BYTES, PodOwner, SimGpu, SimInstance
+    from migscope.sim._nvml import SimNvml
+    from migscope.sim._scenario.errors import ScenarioError
+    from migscope.sim._scenario.loading import load_scenario, read_scenario_yaml
+    from migscope.sim._scenario.spec import Scenario
+    from migscope.sim._scenarios import BUILTIN_SCENARIOS, DEMO_SCENARIO, resolve_scenario
+    from migscope.sim._simulation import PodAssignment, SimNode, Simulation
+    from migscope.sim._traces import TraceError, TraceSeries, load_containers, load_series
+    from migscope.sim._workloads import (
         ActivityMix,
         Bursty,
         Constant,
@@ -49,41 +49,41 @@ if TYPE_CHECKING:
     )
 
 _HOME = {
-    "DEFAULT_START": "clock",
-    "SimClock": "clock",
-    "FaultInjector": "faults",
-    "InjectedError": "faults",
-    "SlowCall": "faults",
-    "MIG_RESERVED_BYTES": "gpu",
-    "PodOwner": "gpu",
-    "SimGpu": "gpu",
-    "SimInstance": "gpu",
-    "SimNvml": "nvml",
-    "ScenarioError": "scenario.errors",
-    "load_scenario": "scenario.loading",
-    "read_scenario_yaml": "scenario.loading",
-    "Scenario": "scenario.spec",
-    "BUILTIN_SCENARIOS": "scenarios",
-    "DEMO_SCENARIO": "scenarios",
-    "resolve_scenario": "scenarios",
-    "PodAssignment": "simulation",
-    "SimNode": "simulation",
-    "Simulation": "simulation",
-    "TraceError": "traces",
-    "TraceSeries": "traces",
-    "load_containers": "traces",
-    "load_series": "traces",
-    "ActivityMix": "workloads",
-    "Bursty": "workloads",
-    "Constant": "workloads",
-    "FixedMemory": "workloads",
-    "Idle": "workloads",
-    "MemoryModel": "workloads",
-    "Periodic": "workloads",
-    "Trace": "workloads",
-    "TraceMemory": "workloads",
-    "Workload": "workloads",
-    "WorkloadSample": "workloads",
+    "DEFAULT_START": "_clock",
+    "SimClock": "_clock",
+    "FaultInjector": "_faults",
+    "InjectedError": "_faults",
+    "SlowCall": "_faults",
+    "MIG_RESERVED_BYTES": "_gpu",
+    "PodOwner": "_gpu",
+    "SimGpu": "_gpu",
+    "SimInstance": "_gpu",
+    "SimNvml": "_nvml",
+    "ScenarioError": "_scenario.errors",
+    "load_scenario": "_scenario.loading",
+    "read_scenario_yaml": "_scenario.loading",
+    "Scenario": "_scenario.spec",
+    "BUILTIN_SCENARIOS": "_scenarios",
+    "DEMO_SCENARIO": "_scenarios",
+    "resolve_scenario": "_scenarios",
+    "PodAssignment": "_simulation",
+    "SimNode": "_simulation",
+    "Simulation": "_simulation",
+    "TraceError": "_traces",
+    "TraceSeries": "_traces",
+    "load_containers": "_traces",
+    "load_series": "_traces",
+    "ActivityMix": "_workloads",
+    "Bursty": "_workloads",
+    "Constant": "_workloads",
+    "FixedMemory": "_workloads",
+    "Idle": "_workloads",
+    "MemoryModel": "_workloads",
+    "Periodic": "_workloads",
+    "Trace": "_workloads",
+    "TraceMemory": "_workloads",
+    "Workload": "_workloads",
+    "WorkloadSample": "_workloads",
 }
 """Each exported name's module (under ``migscope.sim``)."""
 

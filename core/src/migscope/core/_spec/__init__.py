@@ -1,0 +1,1 @@
+"""Versioned contracts between migscope's parts; :mod:`.v1` is the current one."""

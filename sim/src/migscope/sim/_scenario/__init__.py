@@ -1,0 +1,63 @@
+"""The scenario file: which nodes, GPUs, MIG layouts, workloads, pods and faults to simulate.
+
+Validated strictly (pydantic v2, unknown keys refused) because a typo in a demo scenario
+should fail loudly at load time, naming the field and line, not produce a quietly idle GPU.
+Shape is checked here; meaning (catalogue models, placement-valid layouts, trace containers,
+cross-references of faults) is checked while building the simulation
+(:mod:`migscope.sim._build`), which raises the same one-line :class:`ScenarioError`.
+The format is documented in ``docs/scenario.md``.
+
+One module per job: :mod:`.values` (value types), :mod:`.workload_specs`,
+:mod:`.node_specs`, :mod:`.fault_specs` and :mod:`.spec` (the models), :mod:`.errors` (how a
+problem names its field and line) and :mod:`.loading` (file to validated scenario).
+"""
+
+from __future__ import annotations
+
+from migscope.sim._scenario.errors import ScenarioError, format_path, line_of
+from migscope.sim._scenario.fault_specs import (
+    FaultSpec,
+    GpuLostSpec,
+    LayoutChangeSpec,
+    NvmlErrorSpec,
+    SlowCallSpec,
+)
+from migscope.sim._scenario.loading import load_scenario, parse_scenario, read_scenario_yaml
+from migscope.sim._scenario.node_specs import GpuSpec, InstanceSpec, NodeSpec, PodSpec, PowerSpec
+from migscope.sim._scenario.spec import Scenario
+from migscope.sim._scenario.workload_specs import (
+    BurstySpec,
+    ConstantSpec,
+    IdleSpec,
+    MixSpec,
+    PeriodicSpec,
+    TraceSpec,
+    WorkloadSpec,
+)
+
+__all__ = [
+    "BurstySpec",
+    "ConstantSpec",
+    "FaultSpec",
+    "GpuLostSpec",
+    "GpuSpec",
+    "IdleSpec",
+    "InstanceSpec",
+    "LayoutChangeSpec",
+    "MixSpec",
+    "NodeSpec",
+    "NvmlErrorSpec",
+    "PeriodicSpec",
+    "PodSpec",
+    "PowerSpec",
+    "Scenario",
+    "ScenarioError",
+    "SlowCallSpec",
+    "TraceSpec",
+    "WorkloadSpec",
+    "format_path",
+    "line_of",
+    "load_scenario",
+    "parse_scenario",
+    "read_scenario_yaml",
+]
