@@ -410,3 +410,22 @@ def test_a_back_door_is_found() -> None:
 def test_no_allowed_back_door_is_stale() -> None:
     for where in ALLOWED_BACK_DOORS:
         assert (ROOT / where).exists(), where
+
+
+def test_no_private_module_declares_all() -> None:
+    """A front door says what is public; a private module's ``__all__`` would say it twice.
+
+    Package ``__init__`` modules may keep one: a package's own door lists what it re-exports.
+    """
+    found = []
+    for path in sorted(ROOT.glob("*/src/migscope/*/**/_*.py")) + sorted(
+        ROOT.glob("*/src/migscope/*/_*/**/*.py")
+    ):
+        if path.name == "__init__.py" or path.name.startswith("api_pb2"):
+            continue
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                found.append(str(path.relative_to(ROOT)))
+    assert found == []

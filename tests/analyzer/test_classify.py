@@ -29,7 +29,8 @@ from migscope.analyzer._judge.classify import (
 )
 from migscope.analyzer._judge.policy import Policy, parse_policy
 from migscope.analyzer._model import Owner, SliceInfo, SliceKey, SliceStats
-from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._catalogue import find_model
+from migscope.core._gpu_models.gpu_model import GpuModel
 
 MIB = float(1 << 20)
 H200 = find_model("H200-141GB")

@@ -20,8 +20,9 @@ from migscope.analyzer._intake.gpu_catalogue import BUILT_IN, GpuCatalogue, choo
 from migscope.analyzer._intake.gpu_facts import GpuFacts
 from migscope.analyzer._model import SliceInfo, SliceKey
 from migscope.analyzer._pipeline import analyze
-from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._catalogue import find_model
 from migscope.core._drivers import DriverVersion
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._profile_table import ObservedProfile, ProfileTable, tables_from_nvidia_smi
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real"

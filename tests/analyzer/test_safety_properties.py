@@ -32,8 +32,9 @@ from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
 from migscope.analyzer._result import AnalysisResult
-from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._catalogue import find_model
 from migscope.core._disruption import violations
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._layout import is_valid, valid_layouts
 
 MODELS = [find_model("H200-141GB"), find_model("H100-80GB"), find_model("A30-24GB")]

@@ -32,7 +32,8 @@ from migscope.analyzer._plan import (
     scale_demand,
     static_layout,
 )
-from migscope.core._catalogue import GpuModel, find_model
+from migscope.core._catalogue import find_model
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._layout import Layout, is_valid, valid_layouts
 from migscope.core._migparted import check_config, emit_config, parse_config
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core._catalogue import (
+from migscope.core._catalogue import find_model
+from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._gpu_models.gpu_model import (
     Evidence,
     GpuModel,
     MemoryFact,
     NameStatus,
     ProfileName,
-    find_model,
 )
-from migscope.core._drivers import DriverRange, DriverVersion
 from migscope.core._gpu_models.shapes import HOPPER_ENGINES, eight_slice, gib, hopper_names
 
 SMS = {"1g": 16, "1g+me": 16, "1g2": 26, "2g": 32, "3g": 60, "4g": 64, "7g": 132}

@@ -7,16 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from migscope.core._catalogue import (
-    CatalogueError,
-    Evidence,
-    MemoryFact,
-    all_models,
-    find_model,
-    model_for_name,
-    model_for_pci,
-)
+from migscope.core._catalogue import all_models, find_model, model_for_name, model_for_pci
 from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._gpu_models.gpu_model import CatalogueError, Evidence, MemoryFact
 from migscope.core._layout import is_valid, valid_layouts
 
 RTX = find_model("RTX-PRO-6000-96GB")

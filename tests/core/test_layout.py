@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.core._catalogue import GpuModel, all_models, find_model
+from migscope.core._catalogue import all_models, find_model
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._layout import Layout, LayoutError, is_valid, maximal_layouts, valid_layouts
 
 H200 = find_model("H200-141GB")

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from migscope.core._catalogue import GpuModel, all_models, find_model
+from migscope.core._catalogue import all_models, find_model
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._layout import Layout, valid_layouts
 from migscope.core._migparted import (
     ConfigConflictError,

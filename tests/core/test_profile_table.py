@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from migscope.core._catalogue import GpuModel, MemoryFact, find_model
+from migscope.core._catalogue import find_model
 from migscope.core._drivers import DriverRange, DriverVersion
+from migscope.core._gpu_models.gpu_model import GpuModel, MemoryFact
 from migscope.core._layout import is_valid, valid_layouts
 from migscope.core._profile_table import (
     LGIP_TOLERANCE_MIB,

@@ -32,14 +32,9 @@ from click.testing import CliRunner
 from migscope.analyzer._intake.openmetrics import parse_exposition
 from migscope.analyzer._report import validate_report
 from migscope.cli.main import cli
-from migscope.core._catalogue import (
-    CatalogueError,
-    GpuModel,
-    find_model,
-    model_for_name,
-    model_for_pci,
-)
+from migscope.core._catalogue import find_model, model_for_name, model_for_pci
 from migscope.core._drivers import DriverVersion
+from migscope.core._gpu_models.gpu_model import CatalogueError, GpuModel
 from migscope.core._layout import is_valid
 from migscope.core._migparted import check_config, parse_config, read_config_sources
 from migscope.core._nvidia_smi import (

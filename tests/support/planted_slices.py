@@ -9,7 +9,7 @@ numbers sit far from every policy threshold, so that a role decides the verdict 
 from __future__ import annotations
 
 from migscope.analyzer._model import Owner, SliceInfo, SliceKey, SliceStats
-from migscope.core._catalogue import GpuModel
+from migscope.core._gpu_models.gpu_model import GpuModel
 
 WEEK = 7 * 86400.0
 STEPS = 10080  # a week at the default 60 s step

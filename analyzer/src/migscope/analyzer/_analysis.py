@@ -19,8 +19,6 @@ from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
 from migscope.analyzer._result import AnalysisResult, iso_utc
 
-__all__ = ["NothingInWindowError", "provenance", "run"]
-
 
 class NothingInWindowError(SourceError):
     """The source holds no MIG sample in the window (the message says what to check)."""

@@ -14,18 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
-__all__ = [
-    "Holder",
-    "HourlyUse",
-    "JsonValue",
-    "Owner",
-    "SliceInfo",
-    "SliceKey",
-    "SliceStats",
-    "holder_claim",
-    "json_safe",
-]
-
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 """A value ``json.dumps`` writes as is (floats finite)."""
 

@@ -26,21 +26,6 @@ if TYPE_CHECKING:
     from migscope.analyzer._model import SliceInfo
     from migscope.core import MigPartedConfig
 
-__all__ = [
-    "DEFAULT_HEADROOM",
-    "DEFAULT_OBJECTIVE",
-    "DEFAULT_STEP_SECONDS",
-    "DEFAULT_TIMEOUT_SECONDS",
-    "DEFAULT_TIME_LIMIT_SECONDS",
-    "DEFAULT_WINDOW_SECONDS",
-    "STATS_MODES",
-    "AnalyzeOptions",
-    "BadOptionError",
-    "Objective",
-    "PoolSelector",
-    "Progress",
-]
-
 DEFAULT_WINDOW_SECONDS = 7 * 86400.0
 """A week: long enough to see weekly cycles, what the report is meant to summarise."""
 

@@ -54,8 +54,6 @@ from migscope.core import (
     merge_configs,
 )
 
-__all__ = ["EXPORTER_POD_NOTE", "NO_ATTRIBUTION", "analyze"]
-
 EXPORTER_POD_NOTE = (
     "node name(s) {nodes}: the name of a dcgm-exporter pod, not of a node (dcgm-exporter "
     "without NODE_NAME writes its pod's name in Hostname, and the scrape has no node or "

@@ -35,8 +35,6 @@ from migscope.core import (
     violations,
 )
 
-__all__ = ["SCHEMA_VERSION", "AnalysisResult", "PoolResult", "SliceResult", "iso_utc"]
-
 
 @dataclass(frozen=True)
 class SliceResult:

@@ -14,8 +14,6 @@ from migscope.analyzer._judge.classify import Status
 from migscope.analyzer._result import PoolResult, SliceResult
 from migscope.core import GpuModel, UnknownProfileError, find_model
 
-__all__ = ["catalogue_model", "savings", "slice_wasted_gpu_hours"]
-
 
 def catalogue_model(key: str | None) -> GpuModel | None:
     """The catalogue's model for ``key``, or None for no key or one the catalogue lacks."""

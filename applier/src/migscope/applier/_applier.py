@@ -67,8 +67,6 @@ from migscope.applier._workflow import TRANSIENT, NodeWorkflow, at_risk_now
 from migscope.core import MigPartedConfig, MigscopeError
 from migscope.kube import ApiError, Conflict, Kube, NotFound, ReadOnlyKube
 
-__all__ = ["DYNAMIC_MIG", "Applier", "ClusterRefused", "LeaseLost", "NodeOutcome", "RunReport"]
-
 Obj = dict[str, Any]
 
 

@@ -16,8 +16,6 @@ from typing import Any, TextIO
 
 from migscope.kube import ApiError, Kube, now_rfc3339
 
-__all__ = ["EVENT_NAMESPACE", "Audit"]
-
 EVENT_NAMESPACE = "default"
 """Events about a Node go to ``default``, where ``kubectl describe node`` looks."""
 

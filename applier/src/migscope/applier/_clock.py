@@ -18,8 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "as_clock"]
-
 
 @runtime_checkable
 class Clock(Protocol):

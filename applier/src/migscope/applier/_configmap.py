@@ -30,8 +30,6 @@ from migscope.core import (
 )
 from migscope.kube import ApiError, Conflict, Kube
 
-__all__ = ["ConfigMapError", "ConfigTarget", "ensure_config", "find_target"]
-
 HEADER = (
     "Managed in part by migscope: configs named migscope-* were added by `migscope apply`;\n"
     "every other config is kept as it was."

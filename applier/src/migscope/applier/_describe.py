@@ -18,8 +18,6 @@ from migscope.applier._plan import NodeChange
 from migscope.applier._steps import CONFIG_LABEL, STATE_LABEL, NodeProgress, Step
 from migscope.kube import Kube
 
-__all__ = ["change_actions", "unfinished"]
-
 Obj = dict[str, Any]
 
 

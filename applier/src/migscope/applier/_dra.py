@@ -32,17 +32,6 @@ from typing import Any, Literal
 from migscope.applier._plan import GpuChange, NodeChange
 from migscope.core import NVIDIA_DRIVER, parse_device_name, profile_key
 
-__all__ = [
-    "DRA_PLUGIN_LABELS",
-    "ClaimedDevice",
-    "claim_names",
-    "claimed_devices",
-    "dra_pods_at_risk",
-    "node_management",
-    "published_resources",
-]
-
-
 DRA_PLUGIN_LABELS: tuple[tuple[str, str], ...] = (
     ("dra-driver-nvidia-gpu-component", "kubelet-plugin"),  # the driver's Helm chart
     ("nvidia-dra-driver-gpu-component", "kubelet-plugin"),  # its chart before the rename

@@ -27,8 +27,6 @@ from migscope.applier._clock import SYSTEM_CLOCK, Clock
 from migscope.core import UserError
 from migscope.kube import ApiError, Conflict, Kube, now_rfc3339
 
-__all__ = ["Lease", "LeaseHeld", "default_identity"]
-
 
 class LeaseHeld(UserError):
     """Another applier holds the Lease (the message names it and when it expires)."""

@@ -13,8 +13,6 @@ from typing import Any
 from migscope.applier._configmap import ConfigTarget
 from migscope.applier._plan import Provenance
 
-__all__ = ["NodeOutcome", "RunReport"]
-
 
 @dataclass
 class NodeOutcome:

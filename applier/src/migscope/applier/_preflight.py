@@ -15,8 +15,6 @@ from migscope.applier._plan import NodeChange
 from migscope.applier._settings import ApplySettings
 from migscope.applier._steps import CONFIG_LABEL, STATE_LABEL, changes_within, is_ready
 
-__all__ = ["skip_reason"]
-
 Obj = dict[str, Any]
 
 

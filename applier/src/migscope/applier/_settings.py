@@ -16,15 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-__all__ = [
-    "DEFAULT_CONFIGMAP",
-    "DEFAULT_MAX_PLAN_AGE_S",
-    "DEFAULT_NAMESPACE",
-    "ApplySettings",
-    "MaintenanceWindow",
-    "parse_window_spec",
-]
-
 DEFAULT_NAMESPACE = "gpu-operator"
 """Where the GPU Operator (and so MIG Manager and its ConfigMap) usually lives."""
 

@@ -24,24 +24,6 @@ from typing import Any
 
 from migscope.applier._plan import NodeChange
 
-__all__ = [
-    "CHANGES_ANNOTATION",
-    "CONFIG_LABEL",
-    "STATE_ANNOTATION",
-    "STATE_LABEL",
-    "HeldDevice",
-    "NodeProgress",
-    "Step",
-    "advertised",
-    "changes_within",
-    "held_device",
-    "is_ready",
-    "pods_at_risk",
-    "read_progress",
-    "requests_of",
-    "single_strategy_possible",
-]
-
 CONFIG_LABEL = "nvidia.com/mig.config"
 STATE_LABEL = "nvidia.com/mig.config.state"
 STATE_ANNOTATION = "migscope.io/apply"

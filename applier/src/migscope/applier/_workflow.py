@@ -47,8 +47,6 @@ from migscope.applier._steps import (
 from migscope.core import MigPartedConfig, MigscopeError
 from migscope.kube import ApiError, Conflict, Kube, NotFound, TooManyRequests
 
-__all__ = ["NodeWorkflow", "at_risk_now"]
-
 Obj = dict[str, Any]
 
 _ORDER = {

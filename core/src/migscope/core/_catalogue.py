@@ -24,42 +24,12 @@ from collections.abc import Iterator
 from migscope.core._gpu_models import MODELS
 from migscope.core._gpu_models.gpu_model import (
     CatalogueError,
-    Evidence,
     GiProfile,
     GpuModel,
-    MemoryFact,
-    NameCheck,
-    NameStatus,
-    ProfileName,
     UnknownGpuError,
-    UnknownProfileError,
     format_pci_device_id,
-    is_profile_name,
-    normalise_profile_name,
     parse_pci_device_id,
 )
-
-__all__ = [
-    "CatalogueError",
-    "Evidence",
-    "GiProfile",
-    "GpuModel",
-    "MemoryFact",
-    "NameCheck",
-    "NameStatus",
-    "ProfileName",
-    "UnknownGpuError",
-    "UnknownProfileError",
-    "all_models",
-    "find_model",
-    "format_pci_device_id",
-    "is_profile_name",
-    "iter_profiles",
-    "model_for_name",
-    "model_for_pci",
-    "normalise_profile_name",
-    "parse_pci_device_id",
-]
 
 
 def all_models() -> tuple[GpuModel, ...]:

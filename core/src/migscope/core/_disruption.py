@@ -28,16 +28,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = [
-    "CHANGEABLE_STATUSES",
-    "GpuLayouts",
-    "SliceOnGpu",
-    "gpu_recreated",
-    "pods_losing_device",
-    "recreated_gpus",
-    "violations",
-]
-
 CHANGEABLE_STATUSES = frozenset({"idle", "unallocated"})
 """Verdicts whose slices a plan may destroy without moving a pod (when no pod held them)."""
 

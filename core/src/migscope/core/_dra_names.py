@@ -22,8 +22,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["NVIDIA_DRIVER", "DeviceName", "parse_device_name", "profile_key"]
-
 #: NVIDIA's DRA driver name (kubernetes-sigs/dra-driver-nvidia-gpu, DeviceClasses
 #: ``gpu.nvidia.com`` and ``mig.nvidia.com``; every device's driver is ``gpu.nvidia.com``).
 NVIDIA_DRIVER = "gpu.nvidia.com"

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 from migscope.core._errors import UserError
 
-__all__ = ["DriverRange", "DriverVersion", "DriverVersionError"]
-
 _VERSION = re.compile(r"^[rR]?(\d{1,4})((?:\.\d{1,4}){0,3})$")
 
 

@@ -14,8 +14,6 @@ import re
 
 from migscope.core._errors import UserError
 
-__all__ = ["DurationError", "format_duration", "parse_duration"]
-
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -17,8 +17,6 @@ name both.
 
 from __future__ import annotations
 
-__all__ = ["MigscopeError", "UserError", "one_line"]
-
 
 class MigscopeError(Exception):
     """Root of the exceptions migscope defines, so that callers can catch all of them at once."""

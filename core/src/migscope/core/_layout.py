@@ -17,25 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from migscope.core._catalogue import (
-    GiProfile,
-    GpuModel,
-    UnknownProfileError,
-    find_model,
-    iter_profiles,
-)
+from migscope.core._catalogue import find_model, iter_profiles
 from migscope.core._errors import UserError
-
-__all__ = [
-    "Layout",
-    "LayoutCheck",
-    "LayoutError",
-    "PlacedInstance",
-    "is_valid",
-    "maximal_layouts",
-    "parse_layout",
-    "valid_layouts",
-]
+from migscope.core._gpu_models.gpu_model import GiProfile, GpuModel, UnknownProfileError
 
 
 class LayoutError(UserError, ValueError):

@@ -17,22 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = [
-    "DCGM_COMPAT",
-    "GPU_LABELS",
-    "GPU_UUID",
-    "HOLDER_LABELS",
-    "METRICS",
-    "MIG_LABELS",
-    "PREFIX",
-    "DcgmCompatSpec",
-    "DcgmType",
-    "DcgmValue",
-    "MetricSpec",
-    "metric",
-    "metrics_table",
-]
-
 PREFIX = "migscope"
 
 GPU_UUID = "gpu_uuid"

@@ -14,21 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from migscope.core._catalogue import GiProfile, GpuModel
 from migscope.core._errors import UserError
+from migscope.core._gpu_models.gpu_model import GiProfile, GpuModel
 from migscope.core._migparted import (
     MigConfigEntry,
     MigPartedConfig,
     entry_applies_to,
     gpu_instances,
 )
-
-__all__ = [
-    "UnknownConfigError",
-    "balanced_layout",
-    "generated_configs",
-    "layout_for_gpu",
-]
 
 
 class UnknownConfigError(UserError, KeyError):

@@ -16,17 +16,6 @@ import itertools
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "ListedDevice",
-    "ListedGpuInstance",
-    "ListedPlacements",
-    "ListedProfile",
-    "parse_lgi",
-    "parse_lgip",
-    "parse_lgipp",
-    "parse_list",
-]
-
 
 @dataclass(frozen=True)
 class ListedProfile:

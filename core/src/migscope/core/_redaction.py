@@ -35,16 +35,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import overload
 
-__all__ = [
-    "REDACTED",
-    "SECRET_SUFFIXES",
-    "SECRET_WORDS",
-    "is_secret_name",
-    "redact_argv",
-    "redact_data",
-    "redact_text",
-]
-
 REDACTED = "***"
 """What a credential is replaced with."""
 

@@ -11,8 +11,6 @@ with this module.
 
 from __future__ import annotations
 
-__all__ = ["IDLE_ACTIVITY_BELOW", "IDLE_MEMORY_BELOW"]
-
 IDLE_ACTIVITY_BELOW = 0.05
 """A held slice is idle when its activity (graphics engine active) stays below this ratio.
 

@@ -25,16 +25,6 @@ from migscope.core._yaml_messages import (
     line_for,
 )
 
-__all__ = [
-    "BUILTIN_WORDING",
-    "OTHER",
-    "Problem",
-    "Wording",
-    "describe_error",
-    "describe_problem",
-    "first_validation_problem",
-]
-
 Wording = Mapping[str, str]
 """``{pydantic error type: template}``.
 

@@ -25,27 +25,6 @@ from yaml.constructor import SafeConstructor
 
 from migscope.core._errors import UserError
 
-__all__ = [
-    "MAX_YAML_ALIASES",
-    "MAX_YAML_CHARS",
-    "MAX_YAML_DEPTH",
-    "MAX_YAML_NODES",
-    "FileProblemError",
-    "Loc",
-    "YamlProblem",
-    "compose_documents",
-    "compose_node",
-    "compose_with_lines",
-    "construct_strict",
-    "describe_location",
-    "describe_value",
-    "first_problem",
-    "line_for",
-    "load_strict",
-    "yaml_problem",
-    "yaml_quote",
-]
-
 MAX_YAML_CHARS = 4 * 1024 * 1024
 """The longest YAML text read (4 MiB). Real configs are a few KiB; a ConfigMap holds 1 MiB."""
 

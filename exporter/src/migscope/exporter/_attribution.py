@@ -31,11 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core import CatalogueError, find_model
-from migscope.exporter._dra import DeviceName, DraHolder, DraHolders
+from migscope.core import CatalogueError, DeviceName, find_model
+from migscope.exporter._dra import DraHolder, DraHolders
 from migscope.exporter._model import GpuReading, MigReading, Snapshot
-
-__all__ = ["Attribution", "DraOwner", "DraResolver", "resolve"]
 
 log = logging.getLogger(__name__)
 

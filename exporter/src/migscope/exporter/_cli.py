@@ -18,8 +18,6 @@ import click
 
 from migscope.core import UserError, one_line
 
-__all__ = ["ListenError", "exporter", "main"]
-
 
 class ListenError(UserError):
     """The address to serve on cannot be used (in use, not permitted, no such interface)."""

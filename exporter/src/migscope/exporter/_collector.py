@@ -45,8 +45,6 @@ from migscope.exporter._model import (
     Snapshot,
 )
 
-__all__ = ["Owner", "SnapshotCollector"]
-
 _SPECS = {spec.name.removeprefix(f"{PREFIX}_"): spec for spec in METRICS}
 _ORDER = {spec.name: i for i, spec in enumerate(METRICS)}
 

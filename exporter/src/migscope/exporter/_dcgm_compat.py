@@ -39,17 +39,6 @@ from prometheus_client.core import Metric
 from migscope.core import DCGM_COMPAT, DcgmCompatSpec, DcgmType, UserError
 from migscope.exporter._model import Activity, GpuReading, MigReading, Snapshot
 
-__all__ = [
-    "DEFAULT_COUNTERS",
-    "HOST_LABELS",
-    "CounterRow",
-    "CountersError",
-    "DcgmExposition",
-    "HostLabel",
-    "load_counters",
-    "parse_counters",
-]
-
 MIB = 1024 * 1024
 
 HostLabel = Literal["Hostname", "hostname", "none"]

@@ -42,18 +42,6 @@ from migscope.core import NVIDIA_DRIVER, DeviceName, parse_device_name
 if TYPE_CHECKING:  # the module itself stays free of protobuf and gRPC (runtime imports it)
     from migscope.exporter._podresources import api_pb2
 
-__all__ = [
-    "MAX_HOLDERS",
-    "NVIDIA_DRIVER",
-    "DeviceName",
-    "DraCollector",
-    "DraHolder",
-    "DraHolders",
-    "collect_dra_holders",
-    "parse_cdi_device",
-    "parse_device_name",
-]
-
 #: DRA holders one answer may attribute: (container, device) pairs. A node has at most a few
 #: dozen devices; a device is held by one claim, which a few containers may share.
 MAX_HOLDERS = 1024

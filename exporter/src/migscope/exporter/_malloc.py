@@ -16,8 +16,6 @@ import ctypes
 import os
 import platform
 
-__all__ = ["ARENAS", "limit_arenas"]
-
 ARENAS = 2
 """Arenas the serving exporter allows (glibc's ``M_ARENA_MAX``)."""
 

@@ -10,16 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = [
-    "ActiveSeconds",
-    "Activity",
-    "CollectorStatus",
-    "GpuReading",
-    "MigProfileInfo",
-    "MigReading",
-    "Snapshot",
-]
-
 
 @dataclass(frozen=True)
 class Activity:

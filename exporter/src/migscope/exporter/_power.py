@@ -25,8 +25,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["SliceLoad", "split_power"]
-
 
 @dataclass(frozen=True)
 class SliceLoad:

@@ -28,8 +28,6 @@ from migscope.exporter._model import CollectorStatus, Snapshot
 from migscope.exporter._sampler import Sampler
 from migscope.exporter._settings import ExporterSettings, SettingsError
 
-__all__ = ["Exporter", "build", "render_once", "serve"]
-
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:

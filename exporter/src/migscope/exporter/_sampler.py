@@ -31,8 +31,6 @@ from migscope.exporter._model import (
 )
 from migscope.exporter._power import SliceLoad, split_power
 
-__all__ = ["ActiveIntegral", "Sampler"]
-
 log = logging.getLogger(__name__)
 
 

@@ -30,8 +30,6 @@ from migscope.core import (
     parse_duration,
 )
 
-__all__ = ["ExporterSettings", "SettingsError", "load_settings"]
-
 DEFAULT_KUBELET_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 ENV_PREFIX = "MIGSCOPE_EXPORTER_"
 

@@ -26,18 +26,6 @@ from urllib3.exceptions import HTTPError
 from migscope.core import MigscopeError, UserError, one_line
 from migscope.kube._reading import MAX_RESPONSE_BYTES, read_answer, read_json
 
-__all__ = [
-    "ApiError",
-    "Conflict",
-    "DryRunWrite",
-    "Kube",
-    "KubeError",
-    "NotFound",
-    "ReadOnlyKube",
-    "TooManyRequests",
-    "now_rfc3339",
-]
-
 Obj = dict[str, Any]
 
 

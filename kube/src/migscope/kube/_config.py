@@ -51,8 +51,6 @@ from kubernetes.config.kube_config import (
 from migscope.core import one_line
 from migscope.kube._client import ApiError, KubeError
 
-__all__ = ["DEFAULT_EXEC_TIMEOUT_S", "KubeConfigError", "api_client"]
-
 DEFAULT_EXEC_TIMEOUT_S = 30.0
 """How long a kubeconfig's exec plugin may take: as long as one API request.
 

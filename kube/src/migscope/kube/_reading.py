@@ -24,8 +24,6 @@ from urllib3.exceptions import HTTPError
 
 from migscope.core import UserError, one_line
 
-__all__ = ["MAX_RESPONSE_BYTES", "READ_PIECE_BYTES", "read_answer", "read_json"]
-
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """The most decoded bytes one answer may have (64 MiB).
 

@@ -31,19 +31,6 @@ from migscope.core import (
 )
 from migscope.scheduler._cron import cron_trigger, zone
 
-__all__ = [
-    "MAX_SECONDS",
-    "ArgsCheck",
-    "JobArgsError",
-    "JobConfig",
-    "JobKind",
-    "ScheduleConfig",
-    "ScheduleError",
-    "load_schedule",
-    "next_fire_times",
-    "parse_schedule",
-]
-
 _STRICT = ConfigDict(strict=True, extra="forbid", frozen=True)
 
 MAX_SECONDS = 7 * 86400

@@ -18,8 +18,6 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 
-__all__ = ["CRON_MACROS", "cron_trigger", "zone"]
-
 CRON_MACROS: Mapping[str, str] = {
     "@yearly": "0 0 1 1 *",
     "@annually": "0 0 1 1 *",

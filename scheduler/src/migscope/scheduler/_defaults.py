@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_KILL_AFTER_SECONDS", "DEFAULT_SHUTDOWN_GRACE_SECONDS"]
-
 DEFAULT_KILL_AFTER_SECONDS = 10.0
 """How long a terminated child has between SIGTERM and SIGKILL."""
 

@@ -19,8 +19,6 @@ from typing import IO
 
 from migscope.core import redact_data
 
-__all__ = ["JsonLog", "apscheduler_logs_to", "iso_utc", "utc_now"]
-
 
 class JsonLog:
     """One JSON object per line (``ts``, ``level``, ``event``, ``job``, ...), thread-safe.

@@ -16,8 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["new_run_dir", "update_latest"]
-
 
 def new_run_dir(out_dir: Path, started: datetime) -> Path:
     """A new ``<out_dir>/<YYYYMMDDTHHMMSSZ>`` (``-2``, ``-3`` ... if taken in that second).

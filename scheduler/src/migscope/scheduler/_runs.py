@@ -32,15 +32,6 @@ from migscope.scheduler._joblog import JsonLog, iso_utc, utc_now
 from migscope.scheduler._rundirs import new_run_dir, update_latest
 from migscope.scheduler._webhook import send_webhook
 
-__all__ = [
-    "SUMMARY_LINES",
-    "RunResult",
-    "RunStatus",
-    "Runner",
-    "child_argv",
-    "signal_name",
-]
-
 SUMMARY_LINES = 20
 """At most this many of the child's last stdout lines go into the webhook's ``summary``."""
 

@@ -32,8 +32,6 @@ from migscope.scheduler._defaults import DEFAULT_SHUTDOWN_GRACE_SECONDS
 from migscope.scheduler._joblog import JsonLog, apscheduler_logs_to, iso_utc
 from migscope.scheduler._runs import Runner, RunResult, signal_name
 
-__all__ = ["run_once", "serve"]
-
 
 class _Signals:
     """SIGTERM/SIGINT counted by flags only (the handler takes no locks), restored on exit.

@@ -19,8 +19,6 @@ import httpx
 from migscope.core import redact_data, redact_text
 from migscope.scheduler._joblog import JsonLog
 
-__all__ = ["WEBHOOK_ATTEMPTS", "WEBHOOK_TIMEOUT_SECONDS", "send_webhook"]
-
 WEBHOOK_ATTEMPTS = 3
 WEBHOOK_TIMEOUT_SECONDS = 10.0
 

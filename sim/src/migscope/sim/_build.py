@@ -43,8 +43,6 @@ from migscope.sim._workloads import (
     Workload,
 )
 
-__all__ = ["ErrorFactory", "build_gpu", "build_instances", "build_workload"]
-
 ErrorFactory = Callable[[Sequence[str | int], str], ScenarioError]
 """Makes a :class:`ScenarioError` for a field path (adds file name and line)."""
 

@@ -12,8 +12,6 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["DEFAULT_START", "SimClock"]
-
 DEFAULT_START = 1767571200.0
 """2026-01-05T00:00:00Z, a Monday: the epoch second simulated time starts at by default, so
 that weekly reports of a simulated week line up with calendar weeks."""

@@ -7,8 +7,6 @@ from typing import NoReturn
 
 import pynvml
 
-__all__ = ["error_code", "error_name", "fail"]
-
 
 def fail(code: int) -> NoReturn:
     """Raise what pynvml raises for return code ``code``.

@@ -34,8 +34,6 @@ from migscope.sim._errors import error_code, fail
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._ids import derive_seed
 
-__all__ = ["FaultInjector", "InjectedError", "InstanceBuilder", "SlowCall"]
-
 InstanceBuilder = Callable[[SimGpu, Sequence[Any], int], list[SimInstance]]
 """Builds the instances of a new layout: ``(gpu, instance specs, generation) -> instances``.
 

@@ -44,8 +44,6 @@ from migscope.sim._errors import fail
 from migscope.sim._handles import address_of
 from migscope.sim._workloads import COMPONENTS
 
-__all__ = ["TICK", "GpmSample", "SampleStore", "compute_metrics", "tick_time"]
-
 TICK = 0.1
 """NVML's internal GPM refresh period, in seconds."""
 

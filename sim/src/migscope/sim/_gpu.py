@@ -30,17 +30,6 @@ from migscope.sim._ids import derive_seed, gi_id_for, mig_uuid, stable_unit
 from migscope.sim._power import PowerModel
 from migscope.sim._workloads import COMPONENTS, Workload, WorkloadSample
 
-__all__ = [
-    "MIB",
-    "MIG_RESERVED_BYTES",
-    "MemoryReading",
-    "PodOwner",
-    "Segment",
-    "SimGpu",
-    "SimInstance",
-    "reserved_bytes",
-]
-
 MIB = 1 << 20
 MIG_RESERVED_BYTES = MIB
 _H200_TOTAL = 150_754_820_096

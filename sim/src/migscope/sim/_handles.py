@@ -19,8 +19,6 @@ import ctypes
 from enum import Enum
 from typing import Any
 
-__all__ = ["HandleKind", "HandleTable", "address_of"]
-
 
 class HandleKind(Enum):
     """What a handle stands for."""

@@ -30,15 +30,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-__all__ = [
-    "derive_seed",
-    "gi_id_for",
-    "gpu_uuid",
-    "mig_uuid",
-    "pci_bus_id",
-    "stable_unit",
-]
-
 # A fixed namespace for MIG UUIDs. Real MIG UUIDs carry version nibble 5 (name-based SHA-1),
 # e.g. MIG-da06d78f-7534-56a0-a062-62fef012be91 in nvidia-smi-h100-pcie-80gb-L.txt.
 _MIG_NAMESPACE = uuid.UUID("6d696773-636f-7065-2d73-696d2d6d6967")

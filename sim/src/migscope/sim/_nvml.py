@@ -20,8 +20,6 @@ from migscope.sim._nvml_device import DeviceApi
 from migscope.sim._nvml_gpm import GpmApi
 from migscope.sim._nvml_mig import MigApi
 
-__all__ = ["SimNvml"]
-
 
 class SimNvml(DeviceApi, MigApi, GpmApi):
     """A simulated NVML library for one node (see the module docstring).

@@ -30,8 +30,6 @@ from migscope.sim._gpm import SampleStore
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._handles import HandleKind, HandleTable
 
-__all__ = ["NvmlCore", "nvml_api"]
-
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound="NvmlCore")

@@ -34,8 +34,6 @@ from migscope.sim._errors import fail
 from migscope.sim._gpu import MemoryReading, SimGpu, SimInstance
 from migscope.sim._nvml_core import NvmlCore, nvml_api
 
-__all__ = ["DeviceApi"]
-
 _NO_ID = 0xFFFFFFFF
 _ARCH = {"ampere": 7, "hopper": 9, "blackwell": 10}
 _COMPUTE_CAPABILITY = {"ampere": (8, 0), "hopper": (9, 0), "blackwell": (10, 0)}

@@ -31,8 +31,6 @@ from migscope.sim._gpm import GpmSample, compute_metrics, tick_time
 from migscope.sim._gpu import SimGpu
 from migscope.sim._nvml_core import NvmlCore, nvml_api
 
-__all__ = ["GpmApi"]
-
 
 class GpmApi(NvmlCore):
     """GPM support query, sample buffers, sampling and metrics."""

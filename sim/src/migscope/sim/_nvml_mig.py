@@ -43,8 +43,6 @@ from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._handles import HandleKind
 from migscope.sim._nvml_core import NvmlCore, nvml_api
 
-__all__ = ["PROFILE_INDEX_LIMIT", "MigApi", "ci_profile_id", "profile_id"]
-
 PROFILE_INDEX_LIMIT = 0x11
 """Profile indices driver 580 knows (0..16): 17+ were INVALID_ARGUMENT on the real H200."""
 

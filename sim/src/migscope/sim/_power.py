@@ -17,8 +17,6 @@ from dataclasses import dataclass
 
 from migscope.core import GpuModel
 
-__all__ = ["PowerModel", "default_power"]
-
 
 @dataclass(frozen=True)
 class PowerModel:

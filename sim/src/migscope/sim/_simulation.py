@@ -31,8 +31,6 @@ from migscope.sim._scenario import (
     load_scenario,
 )
 
-__all__ = ["PodAssignment", "SimNode", "Simulation"]
-
 
 class PodAssignment(NamedTuple):
     """One device held by one container, as kubelet's PodResources ``List`` reports it.

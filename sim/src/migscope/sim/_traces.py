@@ -33,16 +33,6 @@ from typing import Literal
 
 from migscope.core import UserError
 
-__all__ = [
-    "BUILTIN_DUTY",
-    "BUILTIN_MEMORY",
-    "TraceError",
-    "TraceSeries",
-    "builtin_trace",
-    "load_containers",
-    "load_series",
-]
-
 TraceKind = Literal["duty", "memory"]
 
 BUILTIN_DUTY = "genai_duty_cycle_excerpt.csv.gz"

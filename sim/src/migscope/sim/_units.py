@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_bytes"]
-
 _BYTE_UNITS = {
     "b": 1,
     "kb": 10**3,

@@ -22,22 +22,6 @@ from dataclasses import dataclass
 
 from migscope.sim._traces import TraceSeries
 
-__all__ = [
-    "COMPONENTS",
-    "ActivityMix",
-    "Bursty",
-    "Constant",
-    "FixedMemory",
-    "Idle",
-    "MemoryModel",
-    "Periodic",
-    "Size",
-    "Trace",
-    "TraceMemory",
-    "Workload",
-    "WorkloadSample",
-]
-
 COMPONENTS = ("graphics", "sm", "occupancy", "tensor", "dram", "fp16", "fp32", "fp64", "integer")
 """The activity ratios every workload yields, in this order (index 0 is the level itself)."""
 

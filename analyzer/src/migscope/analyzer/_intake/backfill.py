@@ -41,8 +41,6 @@ from migscope.analyzer._intake.stats_local import SliceSeries, TimeSeries
 from migscope.analyzer._model import Holder, holder_claim
 from migscope.core import GPU_UUID, find_model
 
-__all__ = ["HistoryWritten", "iter_history", "write_openmetrics"]
-
 _Int64Array = NDArray[np.int64]
 
 DRA_DRIVER = "gpu.nvidia.com"

@@ -21,16 +21,6 @@ from migscope.analyzer._intake.stats_local import HOURLY_PERIOD_SECONDS, SliceSe
 from migscope.analyzer._model import SliceStats
 from migscope.core import UserError
 
-__all__ = [
-    "Origin",
-    "Resourceless",
-    "Slices",
-    "Source",
-    "SourceError",
-    "Window",
-    "window_ending",
-]
-
 Window = tuple[float, float]
 """``(start, end)`` Unix seconds."""
 

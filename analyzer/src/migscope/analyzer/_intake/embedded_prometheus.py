@@ -22,8 +22,6 @@ from migscope.analyzer._intake.stats_local import SliceSeries
 from migscope.analyzer._intake.stats_promql import snap_window
 from migscope.analyzer._options import DEFAULT_TIMEOUT_SECONDS, Progress
 
-__all__ = ["EmbeddedPrometheusSource"]
-
 
 class EmbeddedPrometheusSource:
     """``inner``'s history, backfilled into a local Prometheus and analysed through PromQL.

@@ -18,8 +18,6 @@ from migscope.analyzer._intake.gpu_facts import GpuFacts
 from migscope.analyzer._intake.openmetrics import read_exposition
 from migscope.analyzer._intake.stats_local import SliceSeries
 
-__all__ = ["ExpositionFile", "FileSource", "read_openmetrics"]
-
 
 class FileSource(Resourceless):
     """The slices of an exposition file (``--source FILE``).

@@ -45,8 +45,6 @@ from migscope.core import (
     model_from_table,
 )
 
-__all__ = ["BUILT_IN", "GpuCatalogue", "choose_catalogue"]
-
 BUILT_IN = "built-in"
 """``provenance.catalogue`` value of a model planned with the built-in table."""
 

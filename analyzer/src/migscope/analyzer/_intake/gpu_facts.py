@@ -43,15 +43,6 @@ from migscope.core import (
     parse_pci_device_id,
 )
 
-__all__ = [
-    "DRIVER_LABELS",
-    "GPU_UUID_LABELS",
-    "GpuFacts",
-    "dcgm_gpu_facts",
-    "migscope_gpu_facts",
-    "parse_driver",
-]
-
 GPU_UUID_LABELS = ("gpu_uuid", "uuid", "UUID")
 """Where a GPU's UUID is read from, first set wins."""
 

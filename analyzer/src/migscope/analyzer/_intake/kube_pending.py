@@ -24,15 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.kube import Kube, KubeError
-
-__all__ = [
-    "KubeError",
-    "PendingDemand",
-    "list_pending_pods",
-    "pending_demand",
-    "pod_mig_requests",
-]
+from migscope.kube import Kube
 
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 WHOLE_GPU_RESOURCE = "nvidia.com/gpu"

@@ -34,15 +34,6 @@ from migscope.analyzer._intake.dialect import Dialect
 from migscope.analyzer._intake.stats_local import SliceSeries
 from migscope.core import UserError
 
-__all__ = [
-    "LocalPrometheus",
-    "ManagedServer",
-    "MissingBinaryError",
-    "ServerStartError",
-    "block_duration",
-    "free_port",
-]
-
 
 class ServerStartError(UserError):
     """The server (or promtool) did not come up; the message carries its log."""

@@ -47,16 +47,6 @@ from prometheus_client.parser import text_fd_to_metric_families as text_families
 from migscope.analyzer._intake.stats_local import TimeSeries
 from migscope.core import FileProblemError, one_line
 
-__all__ = [
-    "DEFAULT_CHUNK_SAMPLES",
-    "ExpositionError",
-    "NameFilter",
-    "Series",
-    "SeriesSet",
-    "parse_exposition",
-    "read_exposition",
-]
-
 NameFilter: TypeAlias = Collection[str] | Callable[[str], bool]
 """Which sample names to take: exact names, or a predicate on the name."""
 

@@ -32,8 +32,6 @@ from migscope.analyzer._intake.stats_promql.gpus import remote_gpu_facts
 from migscope.analyzer._intake.stats_promql.queries import Queries
 from migscope.analyzer._intake.stats_promql.result import StatsMode
 
-__all__ = ["PrometheusSource", "resolution_note", "server_warnings"]
-
 RAW_RESOLUTIONS = frozenset({"", "0", "0s", "0m", "0h", "raw"})
 """``max_source_resolution`` values that mean raw data (Thanos: ``0s``, the default)."""
 

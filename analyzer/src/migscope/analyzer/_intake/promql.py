@@ -29,19 +29,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-__all__ = [
-    "LABEL_NAME_RE",
-    "METRIC_NAME_RE",
-    "Matcher",
-    "duration",
-    "escape_label_value",
-    "matcher",
-    "quote",
-    "regex_alternation",
-    "regex_escape",
-    "selector",
-]
-
 #: Valid label names (Prometheus data model). Names cannot be escaped inside a selector, so an
 #: invalid one is rejected rather than quoted.
 LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

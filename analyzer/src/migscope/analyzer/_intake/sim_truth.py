@@ -33,8 +33,6 @@ from migscope.sim import (
     Workload,
 )
 
-__all__ = ["InstanceTruth", "instance_truth"]
-
 Floats = np.ndarray[Any, np.dtype[np.float64]]
 
 

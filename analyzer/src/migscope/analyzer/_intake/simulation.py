@@ -30,13 +30,6 @@ from migscope.analyzer._model import Holder, SliceInfo, SliceKey
 from migscope.analyzer._options import DEFAULT_STEP_SECONDS, DEFAULT_WINDOW_SECONDS, Progress
 from migscope.sim import SimInstance, Simulation, read_scenario_yaml, resolve_scenario
 
-__all__ = [
-    "SimulationSource",
-    "load_fleet",
-    "simulate_slices",
-    "simulation_window",
-]
-
 
 class SimulationSource(Resourceless):
     """The simulated fleet of one or more scenarios (``--simulate a,b``), from its start.

@@ -27,8 +27,6 @@ from migscope.analyzer._judge.workloads import (
 )
 from migscope.kube import Kube
 
-__all__ = ["cluster_owners", "kube_state_metrics_owners"]
-
 PAGE_SIZE = 500
 
 

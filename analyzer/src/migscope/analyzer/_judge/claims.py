@@ -29,17 +29,6 @@ from migscope.analyzer._judge.classify import Classification, Status
 from migscope.analyzer._model import JsonValue, Owner, SliceStats
 from migscope.core import ClaimResizeV1, SliceV1
 
-__all__ = [
-    "DRA_ATTRIBUTE_DOMAIN",
-    "MIG_DEVICE_CLASS",
-    "ClaimResize",
-    "claim_resize",
-    "holder_text",
-    "profile_selector",
-    "resize_text",
-    "template_origin",
-]
-
 MIG_DEVICE_CLASS = "mig.nvidia.com"
 """The DeviceClass NVIDIA's DRA driver advertises pre-created MIG slices under."""
 

@@ -40,14 +40,6 @@ from migscope.analyzer._judge.policy import Policy, default_policy
 from migscope.analyzer._model import JsonValue, SliceStats, json_safe
 from migscope.core import GiProfile, GpuModel, UnknownProfileError
 
-__all__ = [
-    "ACTIVITY_UNKNOWN",
-    "Classification",
-    "Status",
-    "classify",
-    "right_size",
-]
-
 ACTIVITY_UNKNOWN = "activity unknown (no GPM/DCGM)"
 """Said in the reason of every verdict made without an activity series."""
 

@@ -41,17 +41,6 @@ from migscope.analyzer._model import JsonValue, SliceInfo, SliceStats
 from migscope.analyzer._options import DEFAULT_HEADROOM, PoolSelector
 from migscope.core import GpuModel, UnknownProfileError
 
-__all__ = [
-    "BUSY_STATUSES",
-    "Contribution",
-    "PoolDemand",
-    "is_held",
-    "pool_demand",
-    "pool_key",
-    "slice_contribution",
-]
-
-
 BUSY_STATUSES = frozenset({Status.HEALTHY, Status.SATURATED, Status.OVERSIZED})
 """Verdicts whose slices are doing work and therefore need an instance after the plan."""
 

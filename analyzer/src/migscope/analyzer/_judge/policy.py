@@ -43,20 +43,6 @@ from migscope.core import (
     first_validation_problem,
 )
 
-__all__ = [
-    "AllocatedPolicy",
-    "ConfidencePolicy",
-    "EvidencePolicy",
-    "IdlePolicy",
-    "OversizedPolicy",
-    "Policy",
-    "PolicyError",
-    "SaturatedPolicy",
-    "default_policy",
-    "load_policy",
-    "parse_policy",
-]
-
 DEFAULT_POLICY_FILE = "policy-default.yaml"
 
 Ratio = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -31,8 +31,6 @@ from migscope.analyzer._judge.demand import BUSY_STATUSES, is_held
 from migscope.analyzer._judge.policy import Policy
 from migscope.analyzer._model import SliceStats
 
-__all__ = ["History", "pin_reason"]
-
 
 def pin_reason(stats: SliceStats, verdict: Classification, *, policy: Policy) -> str | None:
     """Why this slice must keep its GPU as it is, or None when the plan may change the GPU."""

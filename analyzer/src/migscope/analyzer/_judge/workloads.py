@@ -54,24 +54,6 @@ from migscope.analyzer._judge.classify import Classification, Status
 from migscope.analyzer._model import SliceStats
 from migscope.core import GpuModel, UnknownProfileError, find_model
 
-__all__ = [
-    "MIG_RESOURCE_PREFIX",
-    "REQUEST_CHANGES_FILE",
-    "IdleHolder",
-    "OwnerLookup",
-    "OwnerSource",
-    "PodOwners",
-    "RequestChange",
-    "Workload",
-    "WorkloadAdvice",
-    "advise",
-    "guess_workload",
-    "merge_owners",
-    "owners_from_kube_state_metrics",
-    "owners_from_pods",
-    "patch_documents",
-]
-
 REQUEST_CHANGES_FILE = "request-changes.yaml"
 """The patch file ``--out`` writes beside the reports."""
 

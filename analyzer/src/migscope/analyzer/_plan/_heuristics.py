@@ -20,14 +20,6 @@ from migscope.analyzer._plan._engine import ANYWHERE, PoolKey, Prepared
 from migscope.analyzer._plan.pool import Target
 from migscope.core import Layout, is_valid
 
-__all__ = [
-    "Choice",
-    "choice_of",
-    "first_fit_targets",
-    "grown",
-    "keep_then_pack_targets",
-]
-
 
 @dataclass
 class Choice:

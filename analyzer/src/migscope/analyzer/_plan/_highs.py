@@ -15,8 +15,6 @@ from typing import Any
 
 import highspy
 
-__all__ = ["INF", "new_highs"]
-
 INF = float("inf")
 _lock = threading.Lock()
 _banner_shown = False

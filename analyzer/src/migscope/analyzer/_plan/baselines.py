@@ -29,8 +29,6 @@ from migscope.analyzer._plan.result import Plan, SolveInfo
 from migscope.analyzer._plan.solver import Parked
 from migscope.core import GpuModel, Layout, LayoutError, is_valid
 
-__all__ = ["greedy_first_fit", "static_layout"]
-
 
 def greedy_first_fit(
     model: GpuModel | str,

@@ -21,14 +21,6 @@ from dataclasses import dataclass
 from migscope.analyzer._plan.pool import PlanInputError
 from migscope.core import GiProfile, GpuModel
 
-__all__ = [
-    "RequestCount",
-    "base_profiles",
-    "demand_from_requests",
-    "profile_for_milli",
-    "scale_demand",
-]
-
 _BASE = re.compile(r"^\d+g\.\d+gb$")
 
 

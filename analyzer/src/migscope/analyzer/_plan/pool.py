@@ -27,16 +27,6 @@ from migscope.core import (
     is_valid,
 )
 
-__all__ = [
-    "GpuState",
-    "Instance",
-    "PlanInputError",
-    "Target",
-    "Weights",
-    "normalise_demand",
-    "resolve_model",
-]
-
 
 class PlanInputError(UserError, ValueError):
     """The planner's input is inconsistent: unknown profile, impossible layout, duplicate GPU."""

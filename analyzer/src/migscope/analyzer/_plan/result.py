@@ -27,16 +27,6 @@ from migscope.core import (
     entry_for_layout,
 )
 
-__all__ = [
-    "GpuPlan",
-    "NodePlan",
-    "Plan",
-    "SolveInfo",
-    "build_mig_parted",
-    "config_name",
-    "score",
-]
-
 _LABEL_MAX = 63
 _PROFILE_TOKEN = re.compile(r"^(\d+)g\.(\d+)gb(.*)$")
 

@@ -46,8 +46,6 @@ from migscope.analyzer._plan.pool import (
 from migscope.analyzer._plan.result import Plan, SolveInfo
 from migscope.core import GpuModel, valid_layouts
 
-__all__ = ["LowerBound", "lower_bound", "plan_layouts"]
-
 Parked = Literal["empty", "disabled"]
 
 

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 
 from migscope.analyzer._model import JsonValue
 
-__all__ = ["ProfileReplay", "Replay", "replay"]
-
 
 @dataclass(frozen=True)
 class ProfileReplay:

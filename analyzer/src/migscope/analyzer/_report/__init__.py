@@ -24,13 +24,7 @@ from migscope.analyzer._report.csv_report import CSV_COLUMNS, render_csv
 from migscope.analyzer._report.data import ReportExtras, build_report, report_data
 from migscope.analyzer._report.files import replace_files
 from migscope.analyzer._report.html import render_html
-from migscope.analyzer._report.json_report import (
-    ReportV1,
-    json_schema,
-    json_text,
-    validate_report,
-    write_json,
-)
+from migscope.analyzer._report.json_report import json_text, write_json
 from migscope.analyzer._report.markdown import render_markdown
 from migscope.analyzer._report.node_plan import node_plan
 from migscope.analyzer._result import AnalysisResult
@@ -38,8 +32,11 @@ from migscope.core import (
     NODE_PLAN_FILE,
     REPORT_FILE,
     MigPartedConfig,
+    ReportV1,
     emit_config,
+    json_schema,
     validate_node_plan,
+    validate_report,
 )
 
 __all__ = [

@@ -23,8 +23,6 @@ from migscope.analyzer._report.data import build_report
 from migscope.analyzer._result import AnalysisResult
 from migscope.core import ReportV1, SliceV1, validate_report
 
-__all__ = ["CSV_COLUMNS", "FORMULA_STARTS", "neutralise", "render_csv"]
-
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """First characters a spreadsheet may read as a formula (with their full-width forms, which
 some spreadsheets fold to the ASCII ones)."""

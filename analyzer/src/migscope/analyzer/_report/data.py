@@ -22,8 +22,6 @@ from migscope.analyzer._result import AnalysisResult
 from migscope.analyzer._savings import slice_wasted_gpu_hours
 from migscope.core import ReportV1, report_json, validate_report
 
-__all__ = ["ReportExtras", "build_report", "report_data"]
-
 
 @dataclass(frozen=True)
 class ReportExtras:

@@ -51,8 +51,6 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["FILE_MODE", "STAGING_PREFIX", "replace_files"]
-
 FILE_MODE = 0o640
 """Mode of every file written, less the umask: reports name pods and namespaces, so they are
 readable by their owner and group, never by every user of the machine."""

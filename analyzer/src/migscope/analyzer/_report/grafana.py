@@ -20,17 +20,6 @@ from urllib.parse import quote, urlsplit
 
 from migscope.core import DASHBOARDS, ReportV1, UserError
 
-__all__ = [
-    "DASHBOARD_FILES",
-    "DASHBOARD_TITLES",
-    "DashboardLinks",
-    "GrafanaUrlError",
-    "dashboard_uids",
-    "dashboard_url",
-    "grafana_section",
-    "normalise_base_url",
-]
-
 DASHBOARD_FILES: Mapping[str, str] = {
     "fleet": "migscope-fleet.json",
     "node": "migscope-node.json",

@@ -11,15 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from migscope.core import ReportV1, json_schema, report_json, validate_report
-
-__all__ = [
-    "ReportV1",
-    "json_schema",
-    "json_text",
-    "validate_report",
-    "write_json",
-]
+from migscope.core import ReportV1, report_json
 
 
 def _data(report: ReportV1 | Mapping[str, Any]) -> Mapping[str, Any]:

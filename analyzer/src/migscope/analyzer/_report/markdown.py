@@ -33,8 +33,6 @@ from migscope.core import (
     emit_config,
 )
 
-__all__ = ["render_markdown"]
-
 
 def _pct(value: object) -> str:
     return f"{float(value) * 100:.1f}%" if isinstance(value, (int, float)) else "n/a"

@@ -18,8 +18,6 @@ from typing import Literal
 
 from migscope.core import REPORT_FILE, ReportV1
 
-__all__ = ["NextStep", "Part", "next_step"]
-
 StepKind = Literal["snapshot", "no-change", "apply"]
 
 

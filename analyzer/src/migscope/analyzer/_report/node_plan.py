@@ -13,8 +13,6 @@ from typing import Any
 from migscope.analyzer._result import AnalysisResult
 from migscope.core import SCHEMA_VERSION, ReportV1
 
-__all__ = ["node_plan"]
-
 
 def node_plan(result: AnalysisResult, report: ReportV1) -> dict[str, Any]:
     """The node → config plan of ``result``, with ``report``'s recommendations.

@@ -43,18 +43,6 @@ from migscope.core import (
     WindowV1,
 )
 
-__all__ = [
-    "LATEST",
-    "MAX_TREND_RUNS",
-    "WEEK_HOURS",
-    "Trend",
-    "UnusableReport",
-    "WasteChange",
-    "per_week",
-    "read_trend",
-    "waste_change",
-]
-
 WEEK_HOURS = 168.0
 
 MAX_TREND_RUNS = 52

@@ -44,17 +44,6 @@ from migscope.core import (
     first_problem,
 )
 
-__all__ = [
-    "VIEWS",
-    "NodePlanEntryView",
-    "NodePlanView",
-    "ProvenanceView",
-    "RecommendationView",
-    "ReportView",
-    "plan_problem",
-    "validate_view",
-]
-
 
 class ProvenanceView(BaseModel):
     """:class:`~migscope.core._spec.v1.ProvenanceV1` as the applier reads it.

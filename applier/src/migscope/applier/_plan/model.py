@@ -23,17 +23,6 @@ from typing import Any
 
 from migscope.core import GpuLayouts, MigPartedConfig, UserError, gpu_recreated
 
-__all__ = [
-    "FUTURE_SLACK_S",
-    "ApplyPlan",
-    "GpuChange",
-    "NodeChange",
-    "PlanError",
-    "PlanRefused",
-    "Provenance",
-    "format_age",
-]
-
 FUTURE_SLACK_S = 300.0
 """How far in the future a plan's creation time may be (clock skew) before it is suspect."""
 

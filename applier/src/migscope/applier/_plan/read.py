@@ -54,8 +54,6 @@ from migscope.core import (
     violations,
 )
 
-__all__ = ["MIG_PARTED_FILE", "NO_EVIDENCE", "load_plan", "plan_from_report"]
-
 MIG_PARTED_FILE = "mig-parted-config.yaml"
 """The mig-parted config the analyzer writes beside ``node-plan.json``."""
 

@@ -37,13 +37,6 @@ from migscope.core import (
     is_valid,
 )
 
-__all__ = [
-    "MAX_GPUS_PER_NODE",
-    "check_config_named",
-    "check_layouts",
-    "model_named",
-]
-
 MAX_GPUS_PER_NODE = 64
 """GPU indexes must be below this. Nodes have 8 GPUs, a few 16; 64 is room, not a guess."""
 

@@ -28,8 +28,6 @@ from migscope.core._dashboards.promql import (
     memory_held,
 )
 
-__all__ = ["fleet_dashboard"]
-
 
 def fleet_dashboard() -> Json:
     """The ``migscope-fleet`` dashboard (``dashboards/migscope-fleet.json``)."""

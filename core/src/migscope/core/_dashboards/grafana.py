@@ -12,8 +12,6 @@ from typing import Any
 
 from migscope.core._dashboards.promql import GPU_INFO, MIG_POD_INFO
 
-__all__ = ["DS", "Json", "column", "dashboard", "panel", "panel_queries", "target", "variables"]
-
 Json = dict[str, Any]
 
 DS = {"type": "prometheus", "uid": "${datasource}"}

@@ -19,8 +19,6 @@ from migscope.core._dashboards.promql import (
     memory_held,
 )
 
-__all__ = ["namespaces_dashboard"]
-
 
 def namespaces_dashboard() -> Json:
     """The ``migscope-namespaces`` dashboard (``dashboards/migscope-namespaces.json``)."""

@@ -22,8 +22,6 @@ from migscope.core._dashboards.promql import (
     activity,
 )
 
-__all__ = ["node_dashboard"]
-
 
 def _slice_table_targets() -> list[Json]:
     info = f"max by ({SLICE}, profile, placement_start, placement_size) ({MIG_INFO}{{{GPU_SEL}}})"

@@ -12,36 +12,6 @@ from __future__ import annotations
 from migscope.core._metrics import metric
 from migscope.core._thresholds import IDLE_ACTIVITY_BELOW
 
-__all__ = [
-    "CLUSTER",
-    "COLLECTOR_SUCCESS",
-    "COMPUTE_SLICES",
-    "GPU_INFO",
-    "GPU_LAYOUT_INFO",
-    "GPU_POWER",
-    "GPU_SEL",
-    "GPU_SLICES_FREE",
-    "IDLE_ACTIVITY_BELOW",
-    "IDLE_PERCENT",
-    "KSM_NODE_LABELS",
-    "MIG_ACTIVE_SECONDS",
-    "MIG_ACTIVITY",
-    "MIG_INFO",
-    "MIG_MEMORY_TOTAL",
-    "MIG_MEMORY_USED",
-    "MIG_POD_INFO",
-    "MIG_POWER_ESTIMATED",
-    "RATE_WINDOW",
-    "SEL",
-    "SLICE",
-    "activity",
-    "gpu_share",
-    "held",
-    "idle",
-    "idle_held",
-    "memory_held",
-]
-
 GPU_INFO = metric("gpu_info").name
 GPU_POWER = metric("gpu_power_watts").name
 GPU_LAYOUT_INFO = metric("gpu_mig_layout_info").name

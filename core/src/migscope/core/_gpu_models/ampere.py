@@ -23,8 +23,6 @@ from migscope.core._gpu_models.shapes import (
     hopper_names,
 )
 
-__all__ = ["A30", "A100_40GB", "A100_80GB", "PG506_96GB"]
-
 _A100_40_R460 = (
     "real -lgip of an A100-PCIE-40GB on 460.32.03 "
     "(reference/samples/nvidia-smi-a100-pcie-40gb-lgip.txt)"

@@ -30,8 +30,6 @@ from migscope.core._gpu_models.shapes import (
     hopper_names,
 )
 
-__all__ = ["B200", "B300", "GB200", "GB300", "RTX_PRO_6000"]
-
 _GB200_EARLY = (
     "gpu-operator#1303 (https://github.com/NVIDIA/gpu-operator/pull/1303, 2025-03-01) lists "
     "1g.24gb at 20.00 GiB on an early HGX GB200 and mig-parted@89dd81a configured 1g.24gb, "

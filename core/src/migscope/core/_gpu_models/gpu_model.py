@@ -17,24 +17,6 @@ from enum import Enum
 from migscope.core._drivers import DriverRange, DriverVersion
 from migscope.core._errors import UserError
 
-__all__ = [
-    "NVIDIA_VENDOR_ID",
-    "CatalogueError",
-    "Evidence",
-    "GiProfile",
-    "GpuModel",
-    "MemoryFact",
-    "NameCheck",
-    "NameStatus",
-    "ProfileName",
-    "UnknownGpuError",
-    "UnknownProfileError",
-    "format_pci_device_id",
-    "is_profile_name",
-    "normalise_profile_name",
-    "parse_pci_device_id",
-]
-
 NVIDIA_VENDOR_ID = 0x10DE
 
 

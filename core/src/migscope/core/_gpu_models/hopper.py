@@ -12,18 +12,6 @@ from migscope.core._gpu_models.shapes import (
     hopper_names,
 )
 
-__all__ = [
-    "GH200_144GB",
-    "H20",
-    "H100_64GB",
-    "H100_96GB",
-    "H100_NVL",
-    "H100_PCIE",
-    "H100_SXM",
-    "H100_SXM_94GB",
-    "H200",
-]
-
 _KINDS = ("1g", "1g+me", "1g2", "2g", "3g", "4g", "7g")
 
 

@@ -17,32 +17,6 @@ from dataclasses import dataclass
 
 from migscope.core._gpu_models.gpu_model import GiProfile, MemoryFact, ProfileName
 
-__all__ = [
-    "AMPERE_ENGINES",
-    "BLACKWELL_ENGINES",
-    "HOPPER_ENGINES",
-    "IDX_1",
-    "IDX_1_ALL_ME",
-    "IDX_1_DOUBLE",
-    "IDX_1_GFX",
-    "IDX_1_ME",
-    "IDX_1_NO_ME",
-    "IDX_2",
-    "IDX_2_ALL_ME",
-    "IDX_2_GFX",
-    "IDX_2_ME",
-    "IDX_2_NO_ME",
-    "IDX_3",
-    "IDX_4",
-    "IDX_4_GFX",
-    "IDX_7",
-    "MIB",
-    "Engines",
-    "eight_slice",
-    "gib",
-    "hopper_names",
-]
-
 MIB = 1024 * 1024
 
 # NVML_GPU_INSTANCE_PROFILE_* indices (nvml.h); NVML is queried by index, answers with an id.

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from migscope.core._catalogue import GpuModel
+from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._layout import Layout
 from migscope.core._migparted.errors import ConfigConflictError
 from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
-
-__all__ = ["entry_for_layout", "merge_configs"]
 
 
 def entry_for_layout(

@@ -22,8 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from migscope.core._catalogue import GpuModel, NameStatus, all_models
+from migscope.core._catalogue import all_models
 from migscope.core._drivers import DriverVersion
+from migscope.core._gpu_models.gpu_model import GpuModel, NameStatus
 from migscope.core._layout import Layout, is_valid
 from migscope.core._migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core._migparted.instances import (
@@ -32,8 +33,6 @@ from migscope.core._migparted.instances import (
     split_device_profile,
 )
 from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
-
-__all__ = ["ConfigCheck", "ConfigReport", "check_config", "entry_applies_to"]
 
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 

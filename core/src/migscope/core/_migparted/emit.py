@@ -14,8 +14,6 @@ from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
 from migscope.core._migparted.parse import STR_TAG
 from migscope.core._yaml_messages import YamlProblem, compose_node, yaml_quote
 
-__all__ = ["emit_config"]
-
 
 def emit_config(config: MigPartedConfig, *, header: str | None = None) -> str:
     """Write ``config`` as YAML that mig-parted reads and :func:`parse_config` reads back equal.

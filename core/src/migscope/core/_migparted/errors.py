@@ -11,8 +11,6 @@ from collections.abc import Sequence
 
 from migscope.core._errors import UserError
 
-__all__ = ["ConfigConflictError", "ConfigError"]
-
 
 class ConfigError(UserError, ValueError):
     """A mig-parted config that cannot be read: YAML syntax or schema.

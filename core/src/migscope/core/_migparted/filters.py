@@ -20,8 +20,6 @@ from dataclasses import dataclass
 
 from migscope.core._errors import UserError
 
-__all__ = ["DeviceFilter", "DeviceFilterError", "parse_device_filter", "parse_go_uint32"]
-
 NVIDIA_VENDOR_ID = 0x10DE
 _UINT32_MAX = 0xFFFFFFFF
 

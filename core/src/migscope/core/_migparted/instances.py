@@ -33,14 +33,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = [
-    "COMPUTE_INSTANCE_SIZES",
-    "DeviceProfile",
-    "compute_instance_problem",
-    "gpu_instances",
-    "split_device_profile",
-]
-
 COMPUTE_INSTANCE_SIZES = frozenset({1, 2, 3, 4, 6, 7, 8})
 """Compute slices of NVML's compute-instance profiles (``NVML_COMPUTE_INSTANCE_PROFILE_*``)."""
 

@@ -27,18 +27,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from migscope.core._catalogue import is_profile_name, normalise_profile_name
+from migscope.core._gpu_models.gpu_model import is_profile_name, normalise_profile_name
 from migscope.core._migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core._yaml_messages import describe_value
-
-__all__ = [
-    "ENTRY_KEYS",
-    "SCHEMA_ERROR",
-    "TOP_KEYS",
-    "Devices",
-    "MigConfigEntry",
-    "MigPartedConfig",
-]
 
 Devices: TypeAlias = Literal["all"] | tuple[int, ...]
 """mig-parted's ``devices``: ``"all"`` or GPU indices (never a bare integer, mig-parted #44)."""

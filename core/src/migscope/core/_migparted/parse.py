@@ -27,8 +27,6 @@ from migscope.core._yaml_messages import (
     yaml_problem,
 )
 
-__all__ = ["STR_TAG", "parse_config"]
-
 STR_TAG = "tag:yaml.org,2002:str"
 """The tag of a YAML scalar every reader takes as a string."""
 _MERGE_TAG = "tag:yaml.org,2002:merge"

@@ -20,8 +20,6 @@ from migscope.core._migparted.model import MigPartedConfig
 from migscope.core._migparted.parse import parse_config
 from migscope.core._yaml_messages import YamlProblem, compose_documents
 
-__all__ = ["PLAIN_FORM", "ConfigSource", "read_config_sources"]
-
 PLAIN_FORM = "a plain mig-parted config"
 """The form of a file that is the config itself (``version: v1`` and ``mig-configs``)."""
 

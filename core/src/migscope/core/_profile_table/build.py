@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from migscope.core._catalogue import Evidence, GiProfile, GpuModel
+from migscope.core._gpu_models.gpu_model import Evidence, GiProfile, GpuModel
 from migscope.core._profile_table.compare import ENGINES
 from migscope.core._profile_table.model import (
     ObservedProfile,
@@ -12,8 +12,6 @@ from migscope.core._profile_table.model import (
     ProfileTableError,
     memory_slices_of,
 )
-
-__all__ = ["model_from_table"]
 
 
 def model_from_table(table: ProfileTable, base: GpuModel) -> GpuModel:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from migscope.core._catalogue import GiProfile, GpuModel, NameStatus
 from migscope.core._drivers import DriverVersion
+from migscope.core._gpu_models.gpu_model import GiProfile, GpuModel, NameStatus
 from migscope.core._profile_table.model import (
     Difference,
     ObservedProfile,
@@ -12,8 +12,6 @@ from migscope.core._profile_table.model import (
     memory_slices_of,
     placements_text,
 )
-
-__all__ = ["compare", "identity_differences", "resolve"]
 
 
 def resolve(observed: ObservedProfile, model: GpuModel) -> GiProfile | None:

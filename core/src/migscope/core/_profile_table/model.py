@@ -7,20 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from migscope.core._catalogue import CatalogueError, GpuModel
 from migscope.core._drivers import DriverVersion
 from migscope.core._errors import UserError
-
-__all__ = [
-    "LGIP_TOLERANCE_MIB",
-    "Difference",
-    "ObservedProfile",
-    "ProfileTable",
-    "ProfileTableError",
-    "Severity",
-    "memory_slices_of",
-    "placements_text",
-]
+from migscope.core._gpu_models.gpu_model import CatalogueError, GpuModel
 
 Severity = Literal["error", "warning", "info"]
 

@@ -21,8 +21,6 @@ from migscope.core._profile_table.model import (
     ProfileTableError,
 )
 
-__all__ = ["driver_in_text", "tables_from_nvidia_smi"]
-
 _DRIVER = re.compile(r"Driver Version\s*:\s*(\d+(?:\.\d+){0,3})")
 
 

@@ -17,50 +17,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = [
-    "NODE_PLAN_FILE",
-    "REPORT_FILE",
-    "SCHEMA_VERSION",
-    "ClaimResizeV1",
-    "EvidenceV1",
-    "GpuLayoutV1",
-    "GrafanaV1",
-    "HourlyV1",
-    "IdleHolderV1",
-    "LowerBoundV1",
-    "MigStateV1",
-    "NamespaceWasteV1",
-    "NodePlanEntryV1",
-    "NodePlanV1",
-    "OwnerV1",
-    "PlacementV1",
-    "PlannedGpuV1",
-    "PoolDemandV1",
-    "PoolPlanV1",
-    "PoolV1",
-    "ProvenanceV1",
-    "RecommendationV1",
-    "ReplayProfileV1",
-    "ReplayV1",
-    "ReportV1",
-    "RequestChangeV1",
-    "RequestChangesV1",
-    "SavingsV1",
-    "SliceOnGpuV1",
-    "SliceV1",
-    "SolveV1",
-    "SummaryV1",
-    "TrendPointV1",
-    "WhatIfTotalsV1",
-    "WhatIfV1",
-    "WindowV1",
-    "WorkloadV1",
-    "json_schema",
-    "report_json",
-    "validate_node_plan",
-    "validate_report",
-]
-
 SCHEMA_VERSION = 1
 REPORT_FILE = "report.json"
 NODE_PLAN_FILE = "node-plan.json"

@@ -8,8 +8,6 @@ from typing import Any, Protocol
 from migscope.core import GpuModel, UserError
 from migscope.exporter._model import CollectorStatus, GpuReading
 
-__all__ = ["Backend", "BackendError", "BackendReading", "GpuIdentity"]
-
 
 class BackendError(UserError):
     """The backend cannot read anything at all (library missing, init failed).

@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 
 from migscope.exporter._model import CollectorStatus
 
-__all__ = ["CycleErrors", "StatusBook"]
-
 
 @dataclass
 class CycleErrors:

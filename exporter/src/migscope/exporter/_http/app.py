@@ -39,13 +39,6 @@ if TYPE_CHECKING:
 
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-__all__ = [
-    "ExporterApp",
-    "HeadersMiddleware",
-    "HealthCheck",
-    "gzip_wanted",
-]
-
 _log = logging.getLogger(__name__)
 
 HealthCheck = Callable[[], tuple[bool, str]]

@@ -55,18 +55,6 @@ import bcrypt
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-__all__ = [
-    "BUSY_LOG_INTERVAL",
-    "DEFAULT_PUBLIC_PATHS",
-    "MAX_BCRYPT_COST",
-    "MAX_CONCURRENT_CHECKS",
-    "BasicAuthChecker",
-    "BasicAuthMiddleware",
-    "Verify",
-    "bcrypt_cost",
-    "parse_basic_authorization",
-]
-
 _log = logging.getLogger(__name__)
 
 Verify = Callable[[bytes, bytes], bool]

@@ -19,8 +19,6 @@ from typing import Any
 
 from migscope.core import one_line
 
-__all__ = ["CLOSED_EARLY", "Throttle", "log_reason", "peer"]
-
 CLOSED_EARLY = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionResetError, BrokenPipeError)
 """What a client that connects and closes (a ``tcpSocket`` probe) raises; not a warning."""
 

@@ -29,8 +29,6 @@ from migscope.exporter._http.clientlog import Throttle, peer
 from migscope.exporter._http.headers import StrictHeaderReader
 from migscope.exporter._http.reader import RequestReader
 
-__all__ = ["Connection", "Request", "TLSAdapter"]
-
 _log = logging.getLogger(__name__)
 
 

@@ -35,8 +35,6 @@ from migscope.exporter._http.app import ExporterApp, HeadersMiddleware
 from migscope.exporter._http.framing import RequestFrame
 from migscope.exporter._http.pending import Answer
 
-__all__ = ["CachedMetrics"]
-
 # The only request lines answered here; cheroot parses anything else (and may refuse it).
 _REQUEST_LINE = re.compile(rb"GET /metrics(?:\?([A-Za-z0-9._~=&%+\-]*))? HTTP/1\.([01])\r\n")
 # A body, or a promise of one: a worker's business.

@@ -25,8 +25,6 @@ import io
 
 from migscope.exporter._http.headers import StrictHeaderReader
 
-__all__ = ["RequestFrame"]
-
 # Bytes past the header limit after which cheroot has certainly raised its size error: it
 # reads lines 256 bytes at a time and checks the total after each read.
 _SIZE_SLACK = 1024

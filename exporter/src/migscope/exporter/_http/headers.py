@@ -33,8 +33,6 @@ from cheroot.server import (  # type: ignore[attr-defined]  # not in cheroot's s
     comma_separated_headers,
 )
 
-__all__ = ["StrictHeaderReader"]
-
 # field-name = token (RFC 9110 section 5.1), then the colon at once; OWS around the value.
 _FIELD_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*(.*?)[ \t]*\r\n", re.DOTALL)
 # Control characters other than HTAB (CR, LF and NUL among them): not in field-vchar.

@@ -51,8 +51,6 @@ from migscope.exporter._http.framing import RequestFrame
 from migscope.exporter._http.limits import ConnectionLimits
 from migscope.exporter._http.pending import Answer, Pending, Phase, RequestRules, Step
 
-__all__ = ["Intake"]
-
 _log = logging.getLogger(__name__)
 
 _READ = selectors.EVENT_READ

@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_LIMITS", "ConnectionLimits"]
-
 
 @dataclass(frozen=True)
 class ConnectionLimits:

@@ -25,8 +25,6 @@ from migscope.exporter._http.framing import RequestFrame
 from migscope.exporter._http.limits import ConnectionLimits
 from migscope.exporter._http.reader import RequestClock
 
-__all__ = ["Answer", "Pending", "Phase", "RequestRules", "Step"]
-
 _log = logging.getLogger(__name__)
 
 _CHUNK = 16 * 1024

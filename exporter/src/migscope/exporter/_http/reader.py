@@ -22,8 +22,6 @@ from cheroot.makefile import StreamReader
 
 from migscope.exporter._http.limits import ConnectionLimits
 
-__all__ = ["RequestClock", "RequestReader"]
-
 
 class RequestClock:
     """When one request started arriving and how fast it has come since.

@@ -60,12 +60,6 @@ from migscope.exporter._http.webconfig import WebConfig
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
 
-__all__ = [
-    "ExporterServer",
-    "parse_listen_address",
-    "protect",
-]
-
 _log = logging.getLogger(__name__)
 
 _MAX_BODY_BYTES = 64 * 1024

@@ -48,16 +48,6 @@ from . import api_pb2
 from .owners import DEFAULT_RESOURCE_PREFIXES, OwnerMap, collect_owners
 from .wire import WireError, iter_pods
 
-__all__ = [
-    "DEFAULT_SOCKET_PATH",
-    "LIST_METHOD",
-    "MAX_ANSWER_BYTES",
-    "PodResourcesError",
-    "PodResourcesWatcher",
-    "WatcherStatus",
-    "list_pod_resources",
-]
-
 _log = logging.getLogger(__name__)
 
 #: Where the kubelet serves the PodResources API on every standard Kubernetes node.

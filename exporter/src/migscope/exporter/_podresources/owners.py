@@ -31,19 +31,6 @@ from typing import Literal, TypeAlias
 
 from . import api_pb2
 
-__all__ = [
-    "DEFAULT_RESOURCE_PREFIXES",
-    "MAX_DEVICES",
-    "MAX_OWNERS_PER_DEVICE",
-    "CollectedOwners",
-    "DeviceId",
-    "OwnerMap",
-    "PodOwner",
-    "build_owner_map",
-    "collect_owners",
-    "parse_device_id",
-]
-
 #: Resource names attributed by default: ``nvidia.com/gpu`` and ``nvidia.com/mig-<profile>``,
 #: including the ``.shared`` variants the device plugin advertises for time-sliced replicas
 #: (``nvidia.com/gpu.shared``, ``nvidia.com/mig-1g.10gb.shared``). Narrower than all of

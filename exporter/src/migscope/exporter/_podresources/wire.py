@@ -19,8 +19,6 @@ from migscope.core import MigscopeError
 
 from . import api_pb2
 
-__all__ = ["WireError", "iter_pods"]
-
 _POD_RESOURCES = 1  # ListPodResourcesResponse.pod_resources
 _VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 

@@ -12,8 +12,6 @@ import yaml
 
 from migscope.core import Loc, UserError, line_for
 
-__all__ = ["ScenarioError", "format_path", "line_of", "node_lines"]
-
 
 class ScenarioError(UserError, ValueError):
     """An invalid scenario, described in one line that names the field (and YAML line).

@@ -16,8 +16,6 @@ from migscope.sim._errors import error_code
 from migscope.sim._scenario.node_specs import InstanceSpec
 from migscope.sim._scenario.values import Duration, Ratio, Strict
 
-__all__ = ["FaultSpec", "GpuLostSpec", "LayoutChangeSpec", "NvmlErrorSpec", "SlowCallSpec"]
-
 
 def _nvml_function(name: str) -> str:
     if not (name.startswith("nvml") and callable(getattr(pynvml, name, None))):

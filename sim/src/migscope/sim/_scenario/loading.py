@@ -27,8 +27,6 @@ from migscope.core import (
 from migscope.sim._scenario.errors import ScenarioError, format_path, node_lines
 from migscope.sim._scenario.spec import Scenario
 
-__all__ = ["load_scenario", "parse_scenario", "read_scenario_yaml"]
-
 WORDING: Wording = {
     **dict.fromkeys(BUILTIN_WORDING, "{msg}"),
     "extra_forbidden": "unknown field (check the spelling; see docs/scenario.md)",

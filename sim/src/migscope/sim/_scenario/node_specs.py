@@ -13,8 +13,6 @@ from pydantic import Field, field_validator, model_validator
 from migscope.sim._scenario.values import Strict
 from migscope.sim._scenario.workload_specs import IdleSpec, WorkloadSpec
 
-__all__ = ["GpuSpec", "InstanceSpec", "NodeSpec", "PodSpec", "PowerSpec"]
-
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 

@@ -14,8 +14,6 @@ from migscope.sim._scenario.fault_specs import FaultSpec
 from migscope.sim._scenario.node_specs import NodeSpec
 from migscope.sim._scenario.values import StartTime, Strict
 
-__all__ = ["Scenario"]
-
 
 class Scenario(Strict):
     """A whole simulation: nodes, GPUs, workloads, faults, seed and start time."""

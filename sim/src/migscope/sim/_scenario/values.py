@@ -17,8 +17,6 @@ from migscope.core import parse_duration
 from migscope.sim._units import parse_bytes
 from migscope.sim._workloads import Size
 
-__all__ = ["Bytes", "Duration", "MemoryAmount", "Ratio", "StartTime", "Strict"]
-
 
 class Strict(BaseModel):
     """The base of every scenario spec: unknown keys refused, values frozen."""

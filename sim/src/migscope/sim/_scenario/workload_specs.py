@@ -14,16 +14,6 @@ from pydantic import Field, field_validator
 from migscope.sim._scenario.values import Bytes, Duration, MemoryAmount, Ratio, Strict
 from migscope.sim._workloads import ActivityMix
 
-__all__ = [
-    "BurstySpec",
-    "ConstantSpec",
-    "IdleSpec",
-    "MixSpec",
-    "PeriodicSpec",
-    "TraceSpec",
-    "WorkloadSpec",
-]
-
 
 class MixSpec(Strict):
     """Activity ratios as fractions of graphics activity (see :class:`ActivityMix`)."""

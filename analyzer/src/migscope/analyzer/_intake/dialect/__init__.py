@@ -95,12 +95,10 @@ from migscope.analyzer._intake.dialect.identity import (
     NAMESPACE_LABELS,
     NODE_LABELS,
     POD_LABELS,
-    Holder,
     SliceId,
     catalogue_model,
     exporter_pod_name,
     gpu_uuid_of,
-    holder_claim,
     holder_of,
     migscope_slice_info,
     node_of,
@@ -138,6 +136,7 @@ from migscope.analyzer._intake.dialect.names import (
     unit_scale,
 )
 from migscope.analyzer._intake.dialect.reader import SliceReader, iter_slice_series
+from migscope.analyzer._model import Holder, holder_claim
 
 __all__ = [
     "CLAIM_LABELS",

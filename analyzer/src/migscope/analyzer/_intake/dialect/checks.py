@@ -28,8 +28,6 @@ from migscope.analyzer._intake.stats_local.quality import (
 )
 from migscope.core import GpuModel
 
-__all__ = ["SliceChecks"]
-
 
 def _with(series: Series, samples: TimeSeries) -> Series:
     return series if samples is series.samples else Series(series.name, series.labels, samples)

@@ -25,15 +25,6 @@ from migscope.analyzer._intake.dialect.names import (
 from migscope.analyzer._intake.openmetrics import SeriesSet
 from migscope.core import UserError
 
-__all__ = [
-    "Dialect",
-    "NoMigSeriesError",
-    "closest_names",
-    "detect_dialect",
-    "explain_no_mig",
-    "gi_families",
-]
-
 
 class Dialect(str, Enum):
     """Which exporter wrote the series."""

@@ -44,8 +44,6 @@ from migscope.analyzer._intake.stats_local.quality import Kind
 from migscope.analyzer._model import SliceInfo, SliceKey
 from migscope.core import model_for_name
 
-__all__ = ["dcgm_moves", "dcgm_slices"]
-
 
 def _families(series: SeriesSet, family: str) -> list[Series]:
     """The kept series of a dcgm-exporter family, whatever the letter case of their names."""

@@ -51,8 +51,6 @@ from migscope.analyzer._intake.stats_local.quality import Kind
 from migscope.analyzer._model import SliceKey
 from migscope.core import GpuModel
 
-__all__ = ["migscope_moves", "migscope_slices"]
-
 
 def _migscope_key(
     labels: Mapping[str, str], default_node: str, moves: NodeMoves | None = None

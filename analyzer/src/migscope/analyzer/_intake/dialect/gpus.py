@@ -16,8 +16,6 @@ from migscope.analyzer._intake.dialect.names import GPU_INFO, GPU_PROFILE_INFO
 from migscope.analyzer._intake.gpu_facts import GpuFacts, dcgm_gpu_facts, migscope_gpu_facts
 from migscope.analyzer._intake.openmetrics import SeriesSet
 
-__all__ = ["file_gpu_facts"]
-
 
 def _dcgm_label_sets(series: SeriesSet) -> Iterator[Mapping[str, str]]:
     for kept in series.series.values():

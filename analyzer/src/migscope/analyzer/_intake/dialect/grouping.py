@@ -23,19 +23,9 @@ from typing import TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from migscope.analyzer._intake.dialect.identity import Holder
 from migscope.analyzer._intake.openmetrics import Series
 from migscope.analyzer._intake.stats_local import TimeSeries
-
-__all__ = [
-    "MAX_MOVES_NAMED",
-    "NodeMoves",
-    "first_seen",
-    "holders",
-    "latest",
-    "node_moves",
-    "series_moves",
-]
+from migscope.analyzer._model import Holder
 
 _Int64Array: TypeAlias = NDArray[np.int64]
 

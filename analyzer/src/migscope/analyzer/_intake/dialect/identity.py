@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TypeAlias
 
 from migscope.analyzer._intake.dialect.names import MIB
-from migscope.analyzer._model import Holder, SliceInfo, SliceKey, holder_claim
+from migscope.analyzer._model import Holder, SliceInfo, SliceKey
 from migscope.core import (
     GPU_UUID,
     GpuModel,
@@ -21,31 +21,6 @@ from migscope.core import (
     find_model,
     model_for_name,
 )
-
-__all__ = [
-    "CLAIM_LABELS",
-    "CLAIM_NAMESPACE_LABELS",
-    "DEFAULT_NODE",
-    "EXPORTER_POD",
-    "GPU_UUID_LABELS",
-    "HOLDER_LABELS",
-    "MIB",
-    "NAMESPACE_LABELS",
-    "NODE_LABELS",
-    "POD_LABELS",
-    "Holder",
-    "SliceId",
-    "catalogue_model",
-    "exporter_pod_name",
-    "gpu_uuid_of",
-    "holder_claim",
-    "holder_of",
-    "migscope_slice_info",
-    "node_of",
-    "parse_int",
-    "pod_of",
-    "profile_bytes",
-]
 
 DEFAULT_NODE = "unknown"
 """Node name for series that carry no node label (a scrape saved straight from /metrics)."""

@@ -23,40 +23,6 @@ from typing import Literal
 
 from migscope.core import PREFIX, metric
 
-__all__ = [
-    "DCGM_ACTIVITY",
-    "DCGM_FB_CAPACITY",
-    "DCGM_FB_FREE",
-    "DCGM_FB_USED",
-    "DCGM_FIELDS",
-    "DCGM_METRICS",
-    "DCGM_PREFIX",
-    "DCGM_PRESENCE_PREFERENCE",
-    "DCGM_QUANTITIES",
-    "DIALECT_METRICS",
-    "GPU_INFO",
-    "GPU_PROFILE_INFO",
-    "MIB",
-    "MIGSCOPE_METRICS",
-    "MIGSCOPE_PREFIX",
-    "MIG_ACTIVE_SECONDS",
-    "MIG_ACTIVITY",
-    "MIG_ENERGY",
-    "MIG_INFO",
-    "MIG_MEMORY_TOTAL",
-    "MIG_MEMORY_USED",
-    "MIG_POD_INFO",
-    "DcgmField",
-    "dcgm_family",
-    "dcgm_field",
-    "fields_of",
-    "indexes",
-    "keeps",
-    "presence_family",
-    "quantity_names",
-    "unit_scale",
-]
-
 MIGSCOPE_PREFIX = f"{PREFIX}_"
 """What every migscope series name starts with."""
 

@@ -18,8 +18,6 @@ from migscope.analyzer._intake.gpu_facts import GpuFacts
 from migscope.analyzer._intake.openmetrics import SeriesSet
 from migscope.analyzer._intake.stats_local import SliceSeries
 
-__all__ = ["SliceReader", "iter_slice_series"]
-
 
 class SliceReader(Iterator[SliceSeries]):
     """A file's slices, built one at a time, and what reading them had to leave out.

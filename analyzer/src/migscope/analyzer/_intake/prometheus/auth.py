@@ -14,8 +14,6 @@ from collections.abc import Mapping
 
 from migscope.analyzer._intake.prometheus.errors import PrometheusError
 
-__all__ = ["BearerToken", "check_headers", "header_problem"]
-
 
 def header_problem(value: str, *, tab_allowed: bool = False) -> str | None:
     """What makes ``value`` unsendable as an HTTP header value, without quoting it; or None.

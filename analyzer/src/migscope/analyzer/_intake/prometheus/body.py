@@ -24,14 +24,6 @@ import httpx
 from migscope.analyzer._intake.prometheus.deadline import Deadline
 from migscope.analyzer._intake.prometheus.errors import PrometheusResponseError
 
-__all__ = [
-    "ACCEPT_ENCODING",
-    "DECODE_PIECE_BYTES",
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "read_body",
-    "size_text",
-]
-
 DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 """The most decoded bytes one answer may have (256 MiB).
 

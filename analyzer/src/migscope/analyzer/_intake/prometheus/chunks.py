@@ -20,8 +20,6 @@ import numpy.typing as npt
 from migscope.analyzer._intake.prometheus.results import QueryResult, QueryStats, Series
 from migscope.analyzer._intake.prometheus.timestamps import step_millis
 
-__all__ = ["MAX_POINTS_PER_SERIES", "ChunkMerger", "chunk_bounds", "join_series"]
-
 #: Prometheus refuses a range query with more than 11,000 steps per series ("exceeded maximum
 #: resolution of 11,000 points per timeseries"); VictoriaMetrics allows 30,000 by default.
 MAX_POINTS_PER_SERIES = 11_000

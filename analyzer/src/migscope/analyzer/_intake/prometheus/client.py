@@ -45,8 +45,6 @@ from migscope.analyzer._intake.prometheus.transport import ApiTransport
 from migscope.analyzer._intake.prometheus.usage import ClientUsage, UsageTally
 from migscope.analyzer._intake.promql import LABEL_NAME_RE
 
-__all__ = ["PrometheusClient"]
-
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])
 

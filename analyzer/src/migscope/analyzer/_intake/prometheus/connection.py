@@ -18,16 +18,6 @@ from migscope.analyzer._intake.prometheus.body import ACCEPT_ENCODING
 from migscope.analyzer._intake.prometheus.deadline import install
 from migscope.analyzer._options import DEFAULT_TIMEOUT_SECONDS
 
-__all__ = [
-    "CONNECT_TIMEOUT_SECONDS",
-    "DEFAULT_TIMEOUT",
-    "api_base",
-    "checked_options",
-    "make_http_client",
-    "redact",
-    "request_timeout",
-]
-
 #: Connect quickly or fail (an unreachable host should say so in seconds); give a window query
 #: a minute to evaluate, which is the order of Prometheus's own default ``-query.timeout`` (2m).
 

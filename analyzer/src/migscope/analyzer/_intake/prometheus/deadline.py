@@ -30,8 +30,6 @@ from collections.abc import Callable, Iterable, Iterator
 import httpcore
 import httpx
 
-__all__ = ["Deadline", "DeadlineBackend", "deadline_seconds", "install"]
-
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])
 

@@ -24,8 +24,6 @@ from migscope.analyzer._intake.prometheus.errors import (
     clip,
 )
 
-__all__ = ["Envelope", "check_response", "describe", "maybe_json"]
-
 
 @dataclass(slots=True)
 class Envelope:

@@ -13,17 +13,6 @@ from __future__ import annotations
 
 from migscope.core import UserError, one_line
 
-__all__ = [
-    "QUERY_IN_MESSAGE",
-    "SERVER_TEXT_IN_MESSAGE",
-    "PrometheusError",
-    "PrometheusQueryError",
-    "PrometheusResponseError",
-    "PrometheusTimeout",
-    "PrometheusUnreachable",
-    "clip",
-]
-
 QUERY_IN_MESSAGE = 200
 """Characters of a query a message quotes (the exception keeps the whole query)."""
 

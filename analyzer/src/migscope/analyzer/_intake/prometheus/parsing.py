@@ -17,15 +17,6 @@ from migscope.analyzer._intake.prometheus.errors import (
 )
 from migscope.analyzer._intake.prometheus.results import Sample, Series
 
-__all__ = [
-    "build_info",
-    "instant_samples",
-    "label_sets",
-    "label_values",
-    "matrix_series",
-    "shape_error",
-]
-
 
 def shape_error(url: str, what: str) -> PrometheusResponseError:
     """The error for an answer whose ``data`` has the wrong shape."""

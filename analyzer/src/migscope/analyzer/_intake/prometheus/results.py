@@ -14,8 +14,6 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["QueryResult", "QueryStats", "Sample", "Series"]
-
 _T = TypeVar("_T")
 
 

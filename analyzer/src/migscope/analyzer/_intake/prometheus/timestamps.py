@@ -10,15 +10,6 @@ from __future__ import annotations
 import math
 from datetime import datetime, timedelta
 
-__all__ = [
-    "Timestamp",
-    "fmt_millis",
-    "optional_range",
-    "range_millis",
-    "step_millis",
-    "to_millis",
-]
-
 #: A point in time: Unix seconds, or a timezone-aware datetime (naive ones are refused as
 #: ambiguous).
 Timestamp = float | datetime

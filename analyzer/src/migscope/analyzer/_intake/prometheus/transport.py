@@ -29,12 +29,7 @@ import httpx
 from migscope.analyzer._intake.prometheus.auth import BearerToken
 from migscope.analyzer._intake.prometheus.body import read_body
 from migscope.analyzer._intake.prometheus.connection import (
-    CONNECT_TIMEOUT_SECONDS,
-    DEFAULT_TIMEOUT,
-    api_base,
-    make_http_client,
     redact,
-    request_timeout,
 )
 from migscope.analyzer._intake.prometheus.deadline import Deadline, deadline_seconds
 from migscope.analyzer._intake.prometheus.envelope import (
@@ -54,15 +49,6 @@ from migscope.analyzer._intake.prometheus.errors import (
 from migscope.analyzer._intake.prometheus.usage import UsageTally
 
 # The client's construction lives in .connection; its names stay importable from here.
-__all__ = [
-    "CONNECT_TIMEOUT_SECONDS",
-    "DEFAULT_TIMEOUT",
-    "ApiTransport",
-    "api_base",
-    "make_http_client",
-    "redact",
-    "request_timeout",
-]
 
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])

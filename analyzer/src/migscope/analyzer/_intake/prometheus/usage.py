@@ -12,8 +12,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ClientUsage", "UsageTally"]
-
 
 @dataclass(slots=True)
 class ClientUsage:

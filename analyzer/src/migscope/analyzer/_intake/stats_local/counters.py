@@ -35,8 +35,6 @@ import numpy as np
 
 from migscope.analyzer._intake.stats_local.series import TimeSeries
 
-__all__ = ["COUNTER_LOOKBACK_SECONDS", "counter_activity", "prefer_counter"]
-
 COUNTER_LOOKBACK_SECONDS = 300.0
 """The longest gap between two counter samples whose increase still counts: Prometheus's
 default lookback delta, the age at which a sample is stale. Longer gaps (an exporter down,

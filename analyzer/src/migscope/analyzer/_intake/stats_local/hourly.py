@@ -16,8 +16,6 @@ import numpy as np
 from migscope.analyzer._intake.stats_local.series import Int64Array, TimeSeries, to_ms
 from migscope.analyzer._model import HourlyUse
 
-__all__ = ["HOURLY_PERIOD_SECONDS", "hourly_buckets", "hourly_use"]
-
 HOURLY_PERIOD_SECONDS = 3600.0
 """Bucket length of the per-hour use (heatmap columns, what-if replay)."""
 

@@ -16,8 +16,6 @@ from numpy.typing import ArrayLike
 
 from migscope.analyzer._intake.stats_local.series import RangeSemantics, TimeSeries, to_ms
 
-__all__ = ["prometheus_increase", "prometheus_quantile"]
-
 
 def prometheus_quantile(q: float, values: ArrayLike) -> float:
     """The φ-quantile exactly as PromQL's ``quantile_over_time`` computes it.

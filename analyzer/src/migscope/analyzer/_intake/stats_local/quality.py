@@ -39,20 +39,6 @@ import numpy as np
 
 from migscope.analyzer._intake.stats_local.series import FloatArray, TimeSeries
 
-__all__ = [
-    "ACTIVITY_CEILING",
-    "TOTAL_TOLERANCE",
-    "Cleaned",
-    "Kind",
-    "QualityCounts",
-    "bad_counter",
-    "cap",
-    "clean_activity",
-    "clean_memory",
-    "finite",
-    "usable_total",
-]
-
 ACTIVITY_CEILING = 1.0
 """The largest activity ratio: the engine was busy all the time."""
 

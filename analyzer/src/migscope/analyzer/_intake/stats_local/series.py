@@ -19,15 +19,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from migscope.analyzer._model import Holder, SliceInfo
 
-__all__ = [
-    "FloatArray",
-    "Int64Array",
-    "RangeSemantics",
-    "SliceSeries",
-    "TimeSeries",
-    "to_ms",
-]
-
 RangeSemantics: TypeAlias = Literal["prometheus3", "prometheus2", "victoriametrics"]
 """Which engine to copy: window edges ``(start, end]`` (Prometheus 3, VictoriaMetrics) or
 ``[start, end]`` (Prometheus 2), and how ``increase()`` extrapolates (see

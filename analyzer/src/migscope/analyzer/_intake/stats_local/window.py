@@ -37,8 +37,6 @@ from migscope.analyzer._intake.stats_local.series import (
 from migscope.analyzer._model import Holder, Owner, SliceStats
 from migscope.analyzer._options import DEFAULT_STEP_SECONDS
 
-__all__ = ["iter_slice_stats", "slice_stats"]
-
 
 def _unique(*parts: Int64Array) -> Int64Array:
     """The distinct values of ``parts``, ascending: ``np.unique``/``np.union1d``'s answer.

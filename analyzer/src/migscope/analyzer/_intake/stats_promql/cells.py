@@ -28,16 +28,6 @@ from numpy.typing import NDArray
 
 from migscope.core import MigscopeError
 
-__all__ = [
-    "MAX_MASK_BITS",
-    "Grid",
-    "Presence",
-    "Unsettled",
-    "mask_bits",
-    "newest",
-    "union",
-]
-
 MAX_MASK_BITS = 52
 """The most intervals one mask value may hold: a float64 holds integers exactly to 2^53."""
 

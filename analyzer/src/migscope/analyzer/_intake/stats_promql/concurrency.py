@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["DEFAULT_WORKERS", "ordered_map"]
-
 DEFAULT_WORKERS = 4
 """Chunks evaluated at once: enough to overlap the server's work with the analyzer's, few
 enough to stay a polite client (a Prometheus runs up to 20 queries at once by default,

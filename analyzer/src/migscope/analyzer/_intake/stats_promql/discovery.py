@@ -28,16 +28,6 @@ from migscope.analyzer._intake.promql import Matcher, duration, selector
 from migscope.analyzer._intake.stats_local import RangeSemantics
 from migscope.analyzer._intake.stats_promql.queries import NON_EMPTY
 
-__all__ = [
-    "dcgm_names",
-    "detect_remote_dialect",
-    "detect_semantics",
-    "find_moves",
-    "find_nodes",
-    "migscope_names",
-    "slice_selectors",
-]
-
 
 def detect_semantics(client: PrometheusClient) -> RangeSemantics:
     """Which engine answers: Prometheus 2.x, 3.x, or VictoriaMetrics (no version reported).

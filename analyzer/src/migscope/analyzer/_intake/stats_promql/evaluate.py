@@ -32,8 +32,6 @@ from migscope.analyzer._intake.stats_promql.window import snap_window
 from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import DEFAULT_STEP_SECONDS
 
-__all__ = ["MAX_CHUNK_NODES", "remote_slice_stats"]
-
 MAX_CHUNK_NODES: dict[StatsMode, int] = {"exact": 50, "fast": 10, "auto": 10}
 """The most nodes a chunk holds when ``chunk_nodes`` is not given. The exact path's answers
 are one number per slice and field, so 50 nodes (2,800 slices of HGX H200 nodes) make small

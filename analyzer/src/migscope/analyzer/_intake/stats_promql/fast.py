@@ -92,8 +92,6 @@ from migscope.analyzer._intake.stats_promql.statistics import (
 )
 from migscope.analyzer._model import Holder, HourlyUse, SliceInfo, SliceStats
 
-__all__ = ["MAX_RESTRICTION_CHARS", "fast_chunk_stats"]
-
 MAX_RESTRICTION_CHARS = 800
 """The longest selector (of the longest name) of one restricted exact run: its queries repeat
 it a dozen times at most, and must stay under VictoriaMetrics' 16 KiB default."""

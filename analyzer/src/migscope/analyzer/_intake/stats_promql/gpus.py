@@ -21,8 +21,6 @@ from migscope.analyzer._intake.gpu_facts import (
 )
 from migscope.analyzer._intake.stats_promql.queries import Queries
 
-__all__ = ["remote_gpu_facts"]
-
 
 def remote_gpu_facts(q: Queries, *, chunk_nodes: int = 50) -> list[GpuFacts]:
     """Each GPU of the run's nodes, as its own series describe it."""

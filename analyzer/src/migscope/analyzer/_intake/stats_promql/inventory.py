@@ -30,15 +30,6 @@ from migscope.analyzer._intake.stats_promql.queries import NON_EMPTY, VALID, Que
 from migscope.analyzer._model import SliceInfo
 from migscope.core import GpuModel, model_for_name
 
-__all__ = [
-    "Inventory",
-    "dcgm_inventory",
-    "dcgm_totals",
-    "migscope_inventory",
-    "slice_inventory",
-    "slice_order",
-]
-
 Inventory = dict[SliceId, tuple[SliceInfo, float | None]]
 """Per slice: what it is, and its memory total in bytes (None when unknown)."""
 

@@ -25,9 +25,6 @@ from migscope.analyzer._intake.stats_promql.queries import Queries
 from migscope.analyzer._intake.stats_promql.result import StatsMode
 from migscope.analyzer._options import STATS_MODES
 
-__all__ = ["AUTO_EXACT_MAX_SLICES", "choose_mode", "count_slices"]
-
-
 AUTO_EXACT_MAX_SLICES = 64
 """Up to this many slices ``auto`` takes the exact path: about 15 s of Prometheus time for a
 week at one sample a minute on the development machine (``docs/analyzer-benchmark.md``)."""

@@ -51,23 +51,6 @@ from migscope.analyzer._intake.stats_local.quality import ACTIVITY_CEILING
 from migscope.analyzer._intake.stats_promql.cells import Grid, Presence, mask_bits
 from migscope.analyzer._intake.stats_promql.queries import Queries
 
-__all__ = [
-    "ACTIVITY",
-    "CAPACITY",
-    "COUNTER",
-    "FREE",
-    "MEMORY",
-    "PART_LABEL",
-    "PODS",
-    "Read",
-    "SeriesId",
-    "Spans",
-    "cells",
-    "counter_ratio",
-    "masks",
-    "weekly",
-]
-
 PART_LABEL = "migscope_part"
 """The label that tells the parts of one request apart (``label_replace``)."""
 

@@ -21,8 +21,6 @@ from migscope.analyzer._intake.dialect import SliceId, unit_scale
 from migscope.analyzer._intake.stats_local.quality import ACTIVITY_CEILING, Kind
 from migscope.analyzer._intake.stats_promql.queries import Queries
 
-__all__ = ["QUALITY_LABEL", "bad_values", "count_bad_samples", "suspects"]
-
 QUALITY_LABEL = "migscope_quality"
 """The label that tells the parts of a quality query apart (``label_replace``)."""
 

@@ -36,8 +36,6 @@ from migscope.analyzer._intake.stats_local import COUNTER_LOOKBACK_SECONDS, hour
 from migscope.analyzer._intake.stats_promql.result import Ledger, RemoteSliceStats
 from migscope.analyzer._model import HourlyUse, SliceKey
 
-__all__ = ["NON_EMPTY", "VALID", "Queries", "Restriction", "Values"]
-
 NON_EMPTY = Matcher("=~", ".+")  # a constant, trusted regex: "the label is set"
 """The matcher "the label is set"."""
 

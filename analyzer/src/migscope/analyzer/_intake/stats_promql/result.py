@@ -30,8 +30,6 @@ from migscope.analyzer._intake.stats_local import RangeSemantics
 from migscope.analyzer._intake.stats_local.quality import Kind, QualityCounts
 from migscope.analyzer._model import SliceStats
 
-__all__ = ["MAX_NAMED_NODES", "Ledger", "RemoteSliceStats", "StatsMode", "silent_nodes_note"]
-
 MAX_NAMED_NODES = 20
 """Nodes a note names before it says "and N more": a whole zone gone quiet stays one line."""
 

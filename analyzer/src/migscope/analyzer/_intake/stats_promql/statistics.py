@@ -27,16 +27,6 @@ from migscope.analyzer._intake.stats_promql.quality import ENERGY, count_bad_sam
 from migscope.analyzer._intake.stats_promql.queries import Queries, Values
 from migscope.analyzer._model import Holder, HourlyUse, Owner, SliceStats
 
-__all__ = [
-    "activity_mean",
-    "chunk_stats",
-    "hourly",
-    "identified_chunk_stats",
-    "last_seen",
-    "owners",
-    "quantile",
-]
-
 
 def quantile(
     q: Queries, level: float, metrics: Sequence[str], nodes: Sequence[str], c: float | None = None

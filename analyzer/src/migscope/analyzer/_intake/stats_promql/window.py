@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["snap_window"]
-
 
 def snap_window(start: float, end: float, step: float) -> tuple[float, float]:
     """The window the server can evaluate: ``end`` on the step grid, a whole number of steps.

@@ -25,18 +25,6 @@ from migscope.analyzer._plan.pool import (
 )
 from migscope.core import GpuModel, Layout, LayoutCheck, PlacedInstance, is_valid, valid_layouts
 
-__all__ = [
-    "ANYWHERE",
-    "GpuClass",
-    "PoolKey",
-    "Prepared",
-    "PreparedGpu",
-    "balanced_layout",
-    "check_layout",
-    "parked_target",
-    "prepare",
-]
-
 PoolKey = tuple[tuple[str, int], ...]
 """The in-use instances that constrain a GPU, as sorted ``(profile, start)``.
 

@@ -25,8 +25,6 @@ from migscope.analyzer._plan.result import (
 )
 from migscope.core import PlacedInstance
 
-__all__ = ["Usage", "realize"]
-
 
 @dataclass
 class Usage:

@@ -20,8 +20,6 @@ from migscope.analyzer._plan._heuristics import Choice
 from migscope.analyzer._plan._highs import INF
 from migscope.analyzer._plan.pool import Target, Weights
 
-__all__ = ["Columns", "LinearModel", "build"]
-
 _INTEGER = 1  # HighsVarType.kInteger
 
 

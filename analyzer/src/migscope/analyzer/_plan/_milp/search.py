@@ -20,8 +20,6 @@ from migscope.analyzer._plan._milp.model import Columns, build
 from migscope.analyzer._plan._milp.session import Outcome, Session
 from migscope.analyzer._plan.pool import Target, Weights
 
-__all__ = ["MilpResult", "solve"]
-
 _COMPLETE_S = 5.0  # budget for completing one warm start (typically tens of milliseconds)
 
 

@@ -20,8 +20,6 @@ import numpy as np
 from migscope.analyzer._plan._highs import INF, new_highs
 from migscope.analyzer._plan._milp.model import LinearModel
 
-__all__ = ["Outcome", "Session"]
-
 _FEASIBLE = 2  # SolutionStatus.kSolutionStatusFeasible
 
 

@@ -16,24 +16,6 @@ from datetime import datetime, timezone
 from migscope.analyzer._judge.claims import holder_text
 from migscope.core import SliceV1
 
-__all__ = [
-    "STATUS_COLOURS",
-    "STATUS_ORDER",
-    "anchor",
-    "badge",
-    "escape",
-    "gib",
-    "hours",
-    "money",
-    "number",
-    "owner_text",
-    "pct",
-    "slice_label",
-    "status_colour",
-    "status_counts_text",
-    "utc_time",
-]
-
 STATUS_COLOURS: dict[str, str] = {
     "idle": "#d62728",
     "unallocated": "#9e9e9e",

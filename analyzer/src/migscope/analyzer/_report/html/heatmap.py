@@ -40,8 +40,6 @@ from migscope.analyzer._report.html.png import (
 from migscope.analyzer._report.html.timeaxis import AXIS_HEIGHT_PX, time_axis
 from migscope.core import CatalogueError, ReportV1, SliceV1, find_model
 
-__all__ = ["ROW_PX", "Columns", "activity_section", "columns_of", "slice_activity"]
-
 ROW_PX = 14
 """Height of one heatmap row (a node or a slice), pixels; the labels use the same."""
 _STATS = ("p50", "p95", "max")

@@ -27,8 +27,6 @@ from migscope.core import (
     find_model,
 )
 
-__all__ = ["LAYOUT_LEFT_PX", "LAYOUT_ROW_PX", "LAYOUT_SLICE_PX", "layouts_section"]
-
 LAYOUT_SLICE_PX = 48
 """Width of one memory slice in a layout diagram, pixels."""
 LAYOUT_LEFT_PX = 90

@@ -22,19 +22,6 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = [
-    "ACTIVITY_SCALE",
-    "EMPTY",
-    "LEVELS",
-    "MEMORY_SCALE",
-    "UNKNOWN",
-    "Scale",
-    "colour",
-    "heat_png",
-    "level",
-    "png_data_uri",
-]
-
 LEVELS = 200
 """Steps of a scale: index ``round(v * LEVELS)`` for a value ``v`` in 0..1."""
 UNKNOWN = 255

@@ -16,8 +16,6 @@ from migscope.analyzer._report.html.format import anchor, escape, hours, pct
 from migscope.analyzer._report.html.tables import Cell, Column, sortable_table
 from migscope.core import ReplayV1, ReportV1, SliceV1
 
-__all__ = ["pools_table", "replay_section"]
-
 _REPLAYS = (("current", "current layout"), ("proposed", "proposed plan"), ("what_if", "what-if"))
 
 

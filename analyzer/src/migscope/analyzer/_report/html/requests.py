@@ -11,8 +11,6 @@ from __future__ import annotations
 from migscope.analyzer._report.html.format import escape
 from migscope.core import ReportV1, WorkloadV1
 
-__all__ = ["requests_section"]
-
 
 def _who(w: WorkloadV1) -> str:
     guessed = ' <span class="muted">(guessed)</span>' if w.source == "guessed" else ""

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from migscope.analyzer._report.html.png import ACTIVITY_SCALE, MEMORY_SCALE
 
-__all__ = ["CSS", "ERROR_HOOK", "SCRIPT"]
-
 ERROR_HOOK = (
     "window.addEventListener('error',function(e){var n=document.getElementById('js-errors');"
     "if(n){n.textContent+=String(e.message)+'\\n';}});"

@@ -16,8 +16,6 @@ from migscope.analyzer._report.next_step import next_step as step_of
 from migscope.analyzer._report.trend import waste_change
 from migscope.core import ReportV1
 
-__all__ = ["made_at", "next_step", "summary_section"]
-
 _TOP_NAMESPACES = 5
 
 

@@ -31,15 +31,6 @@ from migscope.analyzer._report.html.format import (
 )
 from migscope.core import SliceV1
 
-__all__ = [
-    "Cell",
-    "Column",
-    "all_slices_table",
-    "idle_table",
-    "mis_sized_table",
-    "sortable_table",
-]
-
 Cell = str | tuple[str, float | str]
 """A cell: its HTML, or its HTML and the value it sorts by."""
 

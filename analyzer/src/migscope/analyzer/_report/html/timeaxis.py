@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 
-__all__ = ["AXIS_HEIGHT_PX", "day_label", "time_axis"]
-
 AXIS_HEIGHT_PX = 26
 """Height of the axis above a heatmap, pixels (the label column's spacer matches it)."""
 _DAY = 86400.0

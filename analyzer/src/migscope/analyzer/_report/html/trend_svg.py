@@ -16,8 +16,6 @@ from migscope.analyzer._report.html.format import STATUS_COLOURS, escape, hours,
 from migscope.analyzer._report.trend import per_week
 from migscope.core import ReportV1
 
-__all__ = ["trend_section"]
-
 _BAR_W = 34
 _GAP = 14
 _PLOT_H = 150

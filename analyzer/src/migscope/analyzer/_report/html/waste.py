@@ -15,8 +15,6 @@ from migscope.analyzer._report.html.tables import Cell, Column, sortable_table
 from migscope.analyzer._report.trend import per_week
 from migscope.core import ReportV1
 
-__all__ = ["waste_table"]
-
 _BAR_PX = 160
 
 

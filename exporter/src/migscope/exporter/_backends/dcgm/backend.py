@@ -57,8 +57,6 @@ from migscope.exporter._backends.dcgm.watches import Watches
 from migscope.exporter._backends.status import CycleErrors, StatusBook
 from migscope.exporter._model import CollectorStatus, GpuReading, MigReading
 
-__all__ = ["DEFAULT_PORT", "DcgmBackend"]
-
 # The package's name, as before it was split: log configuration refers to it.
 log = logging.getLogger("migscope.exporter._backends.dcgm")
 

@@ -20,8 +20,6 @@ from types import ModuleType
 from migscope.core import one_line
 from migscope.exporter._backends.base import BackendError
 
-__all__ = ["DEFAULT_BINDINGS", "LIBRARY_MISSING", "Bindings", "find_bindings", "import_bindings"]
-
 DEFAULT_BINDINGS = (
     Path("/usr/share/datacenter-gpu-manager-4/bindings/python3"),
     Path("/usr/local/dcgm/bindings/python3"),

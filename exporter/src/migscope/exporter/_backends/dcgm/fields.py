@@ -13,37 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = [
-    "ABSENT",
-    "ACTIVITY_FIELDS",
-    "FE_GPU",
-    "FE_GPU_CI",
-    "FE_GPU_I",
-    "FIELD_NAMES",
-    "F_ENERGY",
-    "F_FB_FREE",
-    "F_FB_TOTAL",
-    "F_FB_USED",
-    "F_NAME",
-    "F_NVML_INDEX",
-    "F_POWER",
-    "F_UUID",
-    "GPU_FIELDS",
-    "GROUP_EMPTY",
-    "LIVE_DATA",
-    "MIB",
-    "MODE_AUTO",
-    "SESSION_GONE",
-    "SLICE_FIELDS",
-    "STALE",
-    "ST_GPU_IS_LOST",
-    "ST_LIBRARY_NOT_FOUND",
-    "Values",
-    "decode",
-    "error_code",
-    "text",
-]
-
 # Field ids (stable; the names changed in DCGM 4.6).
 F_NAME = 50
 F_NVML_INDEX = 52

@@ -43,8 +43,6 @@ from migscope.exporter._backends.dcgm.fields import (
 from migscope.exporter._backends.dcgm.values import latest
 from migscope.exporter._backends.status import CycleErrors
 
-__all__ = ["DcgmGpu", "DcgmInstance", "read_hierarchy"]
-
 
 @dataclass(frozen=True)
 class DcgmInstance:

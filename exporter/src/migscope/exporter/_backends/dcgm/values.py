@@ -28,8 +28,6 @@ from migscope.exporter._backends.dcgm.fields import (
 from migscope.exporter._backends.status import CycleErrors
 from migscope.exporter._model import Activity
 
-__all__ = ["activity", "field_value", "latest", "memory", "status_text"]
-
 
 def latest(
     b: Bindings, handle: Any, entities: Sequence[tuple[int, int]], fields: Sequence[int], flags: int

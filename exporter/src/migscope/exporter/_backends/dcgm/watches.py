@@ -26,8 +26,6 @@ from migscope.exporter._backends.dcgm.fields import (
 )
 from migscope.exporter._backends.dcgm.hierarchy import DcgmGpu
 
-__all__ = ["Watches"]
-
 _NAMES = itertools.count(1)
 """Field group names must be unique per hostengine, across backends of one process too."""
 

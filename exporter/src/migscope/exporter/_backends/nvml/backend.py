@@ -35,8 +35,6 @@ from migscope.exporter._backends.nvml.inventory import Enumerator, NvmlGpu, Nvml
 from migscope.exporter._backends.status import CycleErrors, StatusBook
 from migscope.exporter._model import CollectorStatus, GpuReading, MigReading
 
-__all__ = ["NvmlBackend"]
-
 # The package's name, as before it was split: log configuration refers to it.
 log = logging.getLogger("migscope.exporter._backends.nvml")
 

@@ -11,20 +11,6 @@ from typing import Any
 
 from migscope.core import MigscopeError
 
-__all__ = [
-    "ABSENT",
-    "GPU_IS_LOST",
-    "INVALID_ARGUMENT",
-    "NOT_FOUND",
-    "NO_PERMISSION",
-    "SESSION_GONE",
-    "STALE_HANDLE",
-    "GpuLost",
-    "StaleLayout",
-    "code_of",
-    "text",
-]
-
 # NVML return codes (nvml.h), stable across versions.
 _UNINITIALIZED = 1
 INVALID_ARGUMENT = 2

@@ -46,17 +46,6 @@ from migscope.exporter._backends.nvml.codes import (
 from migscope.exporter._backends.status import CycleErrors
 from migscope.exporter._model import Activity
 
-__all__ = [
-    "GPM_METRICS",
-    "MAX_KEPT",
-    "MIN_SPAN",
-    "SLACK",
-    "GpmGpu",
-    "GpmReader",
-    "GpmRing",
-    "GpmSlice",
-]
-
 GPM_METRICS = (
     ("graphics", "NVML_GPM_METRIC_GRAPHICS_UTIL"),
     ("sm_active", "NVML_GPM_METRIC_SM_UTIL"),

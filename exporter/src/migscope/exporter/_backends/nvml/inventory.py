@@ -41,8 +41,6 @@ from migscope.exporter._backends.nvml.privileges import message as privilege_mes
 from migscope.exporter._backends.nvml.profiles import read_profile_table
 from migscope.exporter._model import MigProfileInfo
 
-__all__ = ["Enumerator", "NvmlGpu", "NvmlSlice", "free_gpm"]
-
 _MAX_GPU_INSTANCES = 32
 """Entries of the array handed to ``nvmlDeviceGetGpuInstances``: it must hold every instance
 of the profile (nvml.h), at most 7 on any MIG GPU so far."""

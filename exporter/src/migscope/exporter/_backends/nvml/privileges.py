@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ADVICE", "message"]
-
 ADVICE = (
     "the container needs CAP_SYS_ADMIN and NVIDIA_MIG_MONITOR_DEVICES=all "
     "(docs/install.md#privileges)"

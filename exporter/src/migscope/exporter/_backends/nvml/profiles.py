@@ -39,8 +39,6 @@ from migscope.exporter._backends.nvml.codes import (
 )
 from migscope.exporter._model import MigProfileInfo
 
-__all__ = ["MAX_PLACEMENTS", "read_profile_table"]
-
 MAX_PLACEMENTS = 32
 """Entries of the placement array: NVML fills it without looking at ``count``. A GPU has 8
 memory slices (so at most 8 starts); the margin costs 256 bytes."""

@@ -10,8 +10,6 @@ import os
 
 from migscope.core import UserError
 
-__all__ = ["WebConfigError"]
-
 
 class WebConfigError(UserError, ValueError):
     """A web-config file that cannot be used; its text is one line naming file and key.

@@ -20,8 +20,6 @@ from migscope.exporter._http.webconfig.errors import WebConfigError
 from migscope.exporter._http.webconfig.messages import describe_validation_error
 from migscope.exporter._http.webconfig.schema import WebConfig
 
-__all__ = ["load_web_config"]
-
 # Keys of the exporter-toolkit format that migscope recognises but does not implement, with
 # the reason shown to the user. Checked before the schema, so the error explains instead of
 # calling a documented toolkit key "unknown".

@@ -17,8 +17,6 @@ from pydantic_core import ErrorDetails
 from migscope.core import OTHER, describe_location, describe_problem
 from migscope.exporter._http.webconfig.schema import CUSTOM_TYPE
 
-__all__ = ["describe_validation_error"]
-
 _WORDING = {
     OTHER: "{msg}",  # pydantic's own text for what this file does not word, as it always read
     "extra_forbidden": "unknown key",

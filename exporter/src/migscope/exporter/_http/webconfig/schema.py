@@ -33,17 +33,6 @@ from migscope.core import format_duration
 from migscope.exporter._http.auth import MAX_BCRYPT_COST
 from migscope.exporter._http.webconfig.tls import TLS_VERSIONS, build_ssl_context
 
-__all__ = [
-    "ALLOWED_HEADERS",
-    "CUSTOM_TYPE",
-    "ClientAuthType",
-    "HTTPServerConfig",
-    "TLSServerConfig",
-    "TLSVersionName",
-    "WebConfig",
-    "problem",
-]
-
 TLSVersionName = Literal["TLS10", "TLS11", "TLS12", "TLS13"]
 ClientAuthType = Literal[
     "NoClientCert",

@@ -22,14 +22,6 @@ from typing import Protocol
 from migscope.core import MigscopeError
 from migscope.exporter._http.webconfig.errors import WebConfigError
 
-__all__ = [
-    "EXPIRY_WARNING_DAYS",
-    "TLS_VERSIONS",
-    "TLSSection",
-    "build_ssl_context",
-    "warn_if_expiring",
-]
-
 # The package's name, as before it was split: log configuration refers to it.
 _log = logging.getLogger("migscope.exporter._http.webconfig")
 
