@@ -30,6 +30,20 @@ def _write(root: Path, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def test_private_modules_promise_nothing(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "core/src/migscope/core/__init__.py": '"""Core."""\n\n__all__ = ["Thing"]\n',
+            "core/src/migscope/core/_things.py": '__all__ = ["Thing", "other"]\n',
+            "core/src/migscope/core/_inner/deep.py": '__all__ = ["deep"]\n',
+        },
+    )
+    counts = _script().census(tmp_path)
+    assert (counts["modules"], counts["names_in_all"]) == (3, 4)
+    assert (counts["public_modules"], counts["public_names"]) == (1, 1)
+
+
 def test_counts_of_a_small_tree(tmp_path: Path) -> None:
     _write(
         tmp_path,
@@ -54,6 +68,8 @@ def test_counts_of_a_small_tree(tmp_path: Path) -> None:
     assert counts["modules"] == 4
     assert counts["modules_with_all"] == 2
     assert counts["names_in_all"] == 4
+    assert counts["public_modules"] == 4
+    assert counts["public_names"] == 4
     # migscope.core.things (a module) is not a name; the rest are three (module, name) pairs.
     assert counts["names_crossing_distributions"] == 3
     assert counts["facades"] == 1
