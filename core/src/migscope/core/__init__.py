@@ -58,17 +58,22 @@ if TYPE_CHECKING:
         MetricSpec,
         metric,
     )
-    from migscope.core._migparted.build import entry_for_layout, merge_configs
     from migscope.core._migparted.check import (
         ConfigCheck,
         ConfigReport,
         check_config,
         entry_applies_to,
     )
+    from migscope.core._migparted.config import (
+        ConfigConflictError,
+        ConfigError,
+        MigConfigEntry,
+        MigPartedConfig,
+        entry_for_layout,
+        merge_configs,
+    )
     from migscope.core._migparted.emit import emit_config
-    from migscope.core._migparted.errors import ConfigConflictError, ConfigError
     from migscope.core._migparted.instances import gpu_instances
-    from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
     from migscope.core._migparted.parse import parse_config
     from migscope.core._migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
     from migscope.core._named_layouts import generated_configs, layout_for_gpu
@@ -180,18 +185,18 @@ _HOME = {
     "MetricSpec": "_metrics",
     "PREFIX": "_metrics",
     "metric": "_metrics",
-    "entry_for_layout": "_migparted.build",
-    "merge_configs": "_migparted.build",
     "ConfigCheck": "_migparted.check",
     "ConfigReport": "_migparted.check",
     "check_config": "_migparted.check",
     "entry_applies_to": "_migparted.check",
+    "ConfigConflictError": "_migparted.config",
+    "ConfigError": "_migparted.config",
+    "MigConfigEntry": "_migparted.config",
+    "MigPartedConfig": "_migparted.config",
+    "entry_for_layout": "_migparted.config",
+    "merge_configs": "_migparted.config",
     "emit_config": "_migparted.emit",
-    "ConfigConflictError": "_migparted.errors",
-    "ConfigError": "_migparted.errors",
     "gpu_instances": "_migparted.instances",
-    "MigConfigEntry": "_migparted.model",
-    "MigPartedConfig": "_migparted.model",
     "parse_config": "_migparted.parse",
     "ConfigSource": "_migparted.source",
     "PLAIN_FORM": "_migparted.source",

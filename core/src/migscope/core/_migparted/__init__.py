@@ -9,9 +9,9 @@ layout is checked for placement validity on each catalogued GPU model it can rea
 
 The schema follows mig-parted's ``api/spec/v1`` (see ``reference/mig-manager.md`` §1).
 
-One module per job: :mod:`.model` (the schema), :mod:`.parse` (text to a validated config,
-with the line of every problem), :mod:`.emit` (a config back to text), :mod:`.build`
-(entries from layouts, merging configs), :mod:`.check` (layouts against the catalogue),
+One module per job: :mod:`.config` (the schema and its errors, entries from layouts, merging
+configs), :mod:`.parse` (text to a validated config, with the line of every problem),
+:mod:`.emit` (a config back to text), :mod:`.check` (layouts against the catalogue),
 :mod:`.instances` (the GPU instances a ``mig-devices`` mapping with compute-instance profiles
 makes), :mod:`.filters` (``device-filter`` strings read base 0, as mig-parted reads them) and
 :mod:`.source` (the config inside a ConfigMap, a manifest or ``kubectl get cm -o yaml``).
@@ -20,18 +20,24 @@ This package is pure: it takes and returns text and data, never files.
 
 from __future__ import annotations
 
-from migscope.core._migparted.build import entry_for_layout, merge_configs
 from migscope.core._migparted.check import (
     ConfigCheck,
     ConfigReport,
     check_config,
     entry_applies_to,
 )
+from migscope.core._migparted.config import (
+    ConfigConflictError,
+    ConfigError,
+    Devices,
+    MigConfigEntry,
+    MigPartedConfig,
+    entry_for_layout,
+    merge_configs,
+)
 from migscope.core._migparted.emit import emit_config
-from migscope.core._migparted.errors import ConfigConflictError, ConfigError
 from migscope.core._migparted.filters import DeviceFilter, DeviceFilterError, parse_device_filter
 from migscope.core._migparted.instances import gpu_instances
-from migscope.core._migparted.model import Devices, MigConfigEntry, MigPartedConfig
 from migscope.core._migparted.parse import parse_config
 from migscope.core._migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
 

@@ -26,13 +26,13 @@ from migscope.core._catalogue import all_models
 from migscope.core._drivers import DriverVersion
 from migscope.core._gpu_models.gpu_model import GpuModel, NameStatus
 from migscope.core._layout import Layout, is_valid
+from migscope.core._migparted.config import MigConfigEntry, MigPartedConfig
 from migscope.core._migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core._migparted.instances import (
     compute_instance_problem,
     gpu_instances,
     split_device_profile,
 )
-from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
 
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 

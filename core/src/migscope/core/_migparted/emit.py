@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from migscope.core._migparted.model import MigConfigEntry, MigPartedConfig
+from migscope.core._migparted.config import MigConfigEntry, MigPartedConfig
 from migscope.core._migparted.parse import STR_TAG
 from migscope.core._yaml_messages import YamlProblem, compose_node, yaml_quote
 

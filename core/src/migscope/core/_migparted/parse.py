@@ -15,8 +15,13 @@ import yaml
 from pydantic import ValidationError
 from yaml.constructor import SafeConstructor
 
-from migscope.core._migparted.errors import ConfigError
-from migscope.core._migparted.model import ENTRY_KEYS, SCHEMA_ERROR, TOP_KEYS, MigPartedConfig
+from migscope.core._migparted.config import (
+    ENTRY_KEYS,
+    SCHEMA_ERROR,
+    TOP_KEYS,
+    ConfigError,
+    MigPartedConfig,
+)
 from migscope.core._validation import Wording, describe_error
 from migscope.core._yaml_messages import (
     Loc,

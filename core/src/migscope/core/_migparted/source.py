@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from migscope.core._migparted.errors import ConfigError
-from migscope.core._migparted.model import MigPartedConfig
+from migscope.core._migparted.config import ConfigError, MigPartedConfig
 from migscope.core._migparted.parse import parse_config
 from migscope.core._yaml_messages import YamlProblem, compose_documents
 

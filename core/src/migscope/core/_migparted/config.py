@@ -1,9 +1,19 @@
-"""The schema of a mig-parted config (``api/spec/v1``) as strict pydantic models.
+"""A mig-parted config (``api/spec/v1``): its strict schema, its errors, and making one.
 
-What a valid config is, and nothing else: how text becomes one is :mod:`.parse`, and whether
-its layouts fit a GPU is :mod:`.check`. Validators word their own problems (a bare
+What a valid config is, as strict pydantic models: how text becomes one is :mod:`.parse`, and
+whether its layouts fit a GPU is :mod:`.check`. Validators word their own problems (a bare
 ``devices: 7`` is mig-parted #44, a PCI ID YAML read as a number) as ``PydanticCustomError``
 of type :data:`SCHEMA_ERROR`, which the reader shows as written.
+
+The two ways a config goes wrong for its reader are :class:`ConfigError` (it cannot be read)
+and :class:`ConfigConflictError` (a merge would clash); both are
+:class:`~migscope.core._errors.UserError`: a person wrote the file (or chose to merge into one)
+and can fix it. The reader, the writer and :func:`merge_configs` raise them.
+
+What the analyzer's plan and the applier need to turn layouts into a config MIG Manager can
+apply is here too: :func:`entry_for_layout` (the entry that gives GPUs a layout) and
+:func:`merge_configs` (a merge that never drops or silently replaces a config someone else
+wrote).
 
 Python code builds entries with the underscored names (``mig_enabled=True``); YAML uses
 mig-parted's hyphenated keys, and only those.
@@ -11,7 +21,7 @@ mig-parted's hyphenated keys, and only those.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Literal, TypeAlias
 
 from pydantic import (
@@ -27,7 +37,9 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from migscope.core._gpu_models.gpu_model import is_profile_name, normalise_profile_name
+from migscope.core._errors import UserError
+from migscope.core._gpu_models.gpu_model import GpuModel, is_profile_name, normalise_profile_name
+from migscope.core._layout import Layout
 from migscope.core._migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core._yaml_messages import describe_value
 
@@ -40,6 +52,39 @@ ENTRY_KEYS = ("devices", "device-filter", "mig-enabled", "mig-devices")
 """The keys of one entry of a named config, in mig-parted's order."""
 SCHEMA_ERROR = "migparted"
 """The ``PydanticCustomError`` type of the schema's own problems."""
+
+
+class ConfigError(UserError, ValueError):
+    """A mig-parted config that cannot be read: YAML syntax or schema.
+
+    Attributes:
+        line: 1-based line of the first problem, or None when it has no place in the text.
+        message: What is wrong, without the line.
+        problems: Every ``(line, message)`` found, first one first; schema validation finds
+            them all at once, and a caller may want to show more than the first.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        line: int | None = None,
+        problems: Sequence[tuple[int | None, str]] = (),
+    ) -> None:
+        self.line = line
+        self.message = message
+        self.problems = tuple(problems) or ((line, message),)
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        more = len(self.problems) - 1
+        tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
+        where = f"line {self.line}: " if self.line is not None else ""
+        return f"{where}{self.message}{tail}"
+
+
+class ConfigConflictError(UserError, ValueError):
+    """Merging would silently overwrite a named config with different content."""
 
 
 def _problem(message: str, *, key: str | None = None) -> PydanticCustomError:
@@ -214,3 +259,73 @@ class MigPartedConfig(BaseModel):
     def of(cls, configs: Mapping[str, Sequence[MigConfigEntry]]) -> MigPartedConfig:
         """Build a ``version: v1`` config from ``{name: entries}``."""
         return cls(version="v1", mig_configs={name: tuple(e) for name, e in configs.items()})
+
+
+def entry_for_layout(
+    layout: Layout,
+    *,
+    device_filter: GpuModel | str | Iterable[str] | None = None,
+    devices: Literal["all"] | Sequence[int] = "all",
+) -> MigConfigEntry:
+    """The mig-parted entry that gives the selected GPUs ``layout``.
+
+    An empty layout yields ``mig-enabled: true`` with ``mig-devices: {}`` (MIG on, nothing
+    created), which is what a drained GPU waiting for a new layout should look like.
+
+    Args:
+        layout: The instances to create on each selected GPU.
+        device_filter: Restrict the entry to GPU models: a :class:`GpuModel` (all its PCI
+            IDs), one PCI ID string, several, or None for every GPU.
+        devices: ``"all"`` or the GPU indices on the node.
+
+    Raises:
+        pydantic.ValidationError: a malformed PCI ID or GPU index.
+    """
+    filters: tuple[str, ...] | None
+    if device_filter is None:
+        filters = None
+    elif isinstance(device_filter, GpuModel):
+        filters = tuple(device_filter.device_filter())
+    elif isinstance(device_filter, str):
+        filters = (device_filter,)
+    else:
+        filters = tuple(device_filter)
+    return MigConfigEntry(
+        devices="all" if devices == "all" else tuple(devices),
+        device_filter=filters,
+        mig_enabled=True,
+        mig_devices=layout.as_dict(),
+    )
+
+
+def merge_configs(
+    base: MigPartedConfig,
+    extra: MigPartedConfig | Mapping[str, Sequence[MigConfigEntry]],
+    *,
+    replace: bool = False,
+) -> MigPartedConfig:
+    """Add ``extra``'s named configs to ``base`` without dropping any of ``base``'s.
+
+    The applier writes its configs into a ConfigMap other tools share, so it must never
+    lose a config it did not write, and must not overwrite one by accident. Names keep
+    their place in ``base``; new names are appended.
+
+    Args:
+        base: The config already in place.
+        extra: Configs to add, as a config or ``{name: entries}``.
+        replace: Allow a name in both to take ``extra``'s (different) entries.
+
+    Raises:
+        ConfigConflictError: a name exists in ``base`` with different entries and
+            ``replace`` is false. Identical entries are not a conflict.
+    """
+    additions = extra.mig_configs if isinstance(extra, MigPartedConfig) else extra
+    merged: dict[str, tuple[MigConfigEntry, ...]] = dict(base.mig_configs)
+    clashes = [n for n, e in additions.items() if n in merged and merged[n] != tuple(e)]
+    if clashes and not replace:
+        raise ConfigConflictError(
+            f"config {', '.join(clashes)} already exists with different entries; "
+            "pass replace=True to overwrite"
+        )
+    merged.update({name: tuple(entries) for name, entries in additions.items()})
+    return MigPartedConfig.of(merged)
