@@ -80,13 +80,13 @@ if TYPE_CHECKING:
     from migscope.core._profile_table.build import model_from_table
     from migscope.core._profile_table.compare import compare
     from migscope.core._profile_table.identify import identify_model
-    from migscope.core._profile_table.model import (
+    from migscope.core._profile_table.pasted import tables_from_nvidia_smi
+    from migscope.core._profile_table.table import (
         Difference,
         ObservedProfile,
         ProfileTable,
         ProfileTableError,
     )
-    from migscope.core._profile_table.pasted import tables_from_nvidia_smi
     from migscope.core._redaction import redact_argv, redact_data, redact_text
     from migscope.core._spec.v1 import (
         NODE_PLAN_FILE,
@@ -206,11 +206,11 @@ _HOME = {
     "model_from_table": "_profile_table.build",
     "compare": "_profile_table.compare",
     "identify_model": "_profile_table.identify",
-    "Difference": "_profile_table.model",
-    "ObservedProfile": "_profile_table.model",
-    "ProfileTable": "_profile_table.model",
-    "ProfileTableError": "_profile_table.model",
     "tables_from_nvidia_smi": "_profile_table.pasted",
+    "Difference": "_profile_table.table",
+    "ObservedProfile": "_profile_table.table",
+    "ProfileTable": "_profile_table.table",
+    "ProfileTableError": "_profile_table.table",
     "redact_argv": "_redaction",
     "redact_data": "_redaction",
     "redact_text": "_redaction",

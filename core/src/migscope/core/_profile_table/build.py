@@ -6,7 +6,7 @@ import dataclasses
 
 from migscope.core._gpu_models.gpu_model import Evidence, GiProfile, GpuModel
 from migscope.core._profile_table.compare import ENGINES
-from migscope.core._profile_table.model import (
+from migscope.core._profile_table.table import (
     ObservedProfile,
     ProfileTable,
     ProfileTableError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from migscope.core._drivers import DriverVersion
 from migscope.core._gpu_models.gpu_model import GiProfile, GpuModel, NameStatus
-from migscope.core._profile_table.model import (
+from migscope.core._profile_table.table import (
     Difference,
     ObservedProfile,
     ProfileTable,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from migscope.core._catalogue import all_models, model_for_name, model_for_pci
 from migscope.core._gpu_models.gpu_model import GpuModel
 from migscope.core._profile_table.compare import compare, identity_differences, resolve
-from migscope.core._profile_table.model import ProfileTable
+from migscope.core._profile_table.table import ProfileTable
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from migscope.core._nvidia_smi import (
     parse_lgipp,
     parse_list,
 )
-from migscope.core._profile_table.model import (
+from migscope.core._profile_table.table import (
     LGIP_TOLERANCE_MIB,
     ObservedProfile,
     ProfileTable,
