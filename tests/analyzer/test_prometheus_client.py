@@ -190,78 +190,6 @@ def test_range_query_returns_every_step_in_order(client: PrometheusClient) -> No
     assert list(series.points())[3] == (T0 + 3 * STEP, activity(1, 3))
 
 
-@pytest.mark.parametrize(
-    ("expr", "chunking", "requests"),
-    [
-        ("test_activity_ratio", {"max_points": 50}, 8),
-        ("sum by (node) (test_activity_ratio * 2)", {"chunk": timedelta(minutes=45)}, 9),
-        ("test_activity_ratio", {"chunk": 10 * 3600.0}, 1),
-    ],
-)
-def test_chunked_range_equals_one_request(
-    server: ManagedServer,
-    client: PrometheusClient,
-    expr: str,
-    chunking: dict[str, object],
-    requests: int,
-) -> None:
-    single = client.query_range(expr, start=T0, end=T0 + 6 * 3600, step=STEP)
-    chunked = client.query_range_chunked(
-        expr,
-        start=T0,
-        end=T0 + 6 * 3600,
-        step=STEP,
-        **chunking,  # type: ignore[arg-type]
-    )
-    assert chunked.requests == requests
-    assert len(single) == 2
-    assert {s.labels["node"]: s for s in chunked} == {s.labels["node"]: s for s in single}
-    for series in chunked:
-        assert len(series) == N
-        assert np.all(np.diff(series.timestamps) == STEP)
-    if is_prometheus(server):  # the chunks' sample counts add up to the single request's
-        assert chunked.stats is not None
-        assert single.stats is not None
-        assert chunked.stats.total_queryable_samples == single.stats.total_queryable_samples
-    else:
-        assert chunked.stats is None
-
-
-def test_chunking_gets_past_the_points_per_series_limit(
-    server: ManagedServer, client: PrometheusClient
-) -> None:
-    expr = selector("test_activity_ratio", node="node-a")
-    start, end = T0, T0 + 4 * 3600  # 14,401 one-second steps
-    chunked = client.query_range_chunked(expr, start=start, end=end, step=1)
-
-    assert chunked.requests == 2  # 11,000 + 3,401 points
-    (series,) = chunked
-    np.testing.assert_array_equal(series.timestamps, start + np.arange(14_401))
-    expected = [activity(0, i // STEP) for i in range(14_401)]
-    np.testing.assert_array_equal(series.values, expected)
-
-    if is_prometheus(server):
-        with pytest.raises(PrometheusQueryError) as caught:
-            client.query_range(expr, start=start, end=end, step=1)
-        assert caught.value.error_type == "bad_data"
-        assert "11,000 points" in caught.value.server_message
-    else:  # VictoriaMetrics allows 30,000 points per series (-search.maxPointsPerTimeseries)
-        assert client.query_range(expr, start=start, end=end, step=1)[0] == series
-
-
-def test_series_lists_the_exact_label_sets(client: PrometheusClient) -> None:
-    found = client.series(
-        ["test_activity_ratio", selector("test_special", case="pos")],
-        start=T0,
-        end=T0 + 3600,
-    )
-    assert sorted(found, key=lambda labels: sorted(labels.items())) == [
-        {"__name__": "test_activity_ratio", "gpu": "0", "gpu_instance_id": "1", "node": "node-a"},
-        {"__name__": "test_activity_ratio", "gpu": "1", "gpu_instance_id": "2", "node": "node-b"},
-        {"__name__": "test_special", "case": "pos"},
-    ]
-
-
 def test_label_values_filtered_by_match(client: PrometheusClient) -> None:
     assert client.label_values("node", start=T0, end=T0 + 3600) == list(NODES)
     special = selector("test_special", case=["pos", "neg"])
@@ -503,11 +431,9 @@ def test_warnings_are_kept_on_the_result_and_logged_once(
     ):
         first = c.query("test_activity_ratio", at=T0 + 60)
         second = c.query_range("test_activity_ratio", start=T0, end=T0 + 120, step=STEP)
-        found = c.series("test_activity_ratio", start=T0, end=T0 + 120)
     assert [s.value for s in first] == [activity(0, 1)]
     assert len(second[0]) == 3
-    assert len(found) == 1
-    for result in (first, second, found):
+    for result in (first, second):
         assert len(result.warnings) == 1
         assert "remote_read" in result.warnings[0]
         assert dead in result.warnings[0]
@@ -638,8 +564,8 @@ def test_auth_headers_params_and_form_fields_are_sent(tmp_path: Path, sleeps: li
         ):
             c.query("up")
         with make_client(proxy.url, sleeps, basic_auth=("bob", "pä:ss")) as c:
-            proxy.push(Reply(200, '{"status": "success", "data": [{"job": "a"}]}'))
-            assert c.series("up") == [{"job": "a"}]
+            proxy.push(Reply(200, '{"status": "success", "data": ["a"]}'))
+            assert c.label_values("job", match="up") == ["a"]
 
     first, second, third, fourth = proxy.requests
     assert math.isnan(result[0].value)  # "NaN" in the JSON envelope

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from migscope.analyzer._intake.embedded_prometheus import EmbeddedPrometheusSource
     from migscope.analyzer._intake.file import FileSource
     from migscope.analyzer._intake.kube_pending import list_pending_pods, pending_demand
-    from migscope.analyzer._intake.prometheus.auth import header_problem
     from migscope.analyzer._intake.prometheus.client import PrometheusClient
+    from migscope.analyzer._intake.prometheus.transport import header_problem
     from migscope.analyzer._intake.prometheus_source import PrometheusSource
     from migscope.analyzer._intake.simulation import SimulationSource
     from migscope.analyzer._intake.stats_promql.result import StatsMode
@@ -69,7 +69,7 @@ _HOME = {
     "FileSource": "_intake.file",
     "list_pending_pods": "_intake.kube_pending",
     "pending_demand": "_intake.kube_pending",
-    "header_problem": "_intake.prometheus.auth",
+    "header_problem": "_intake.prometheus.transport",
     "PrometheusClient": "_intake.prometheus.client",
     "PrometheusSource": "_intake.prometheus_source",
     "StatsMode": "_intake.stats_promql.result",

@@ -1,54 +1,126 @@
-"""The Prometheus client's public face: its options, and one method per API call.
+"""The Prometheus client's public face: its options, one method per API call, and their times.
 
-Why a module of its own: this is what callers construct and call; how a request is sent and
-retried (:mod:`.transport`), how answers are checked (:mod:`.envelope`) and parsed
-(:mod:`.parsing`), and how long range queries are split (:mod:`.chunks`) live beside it.
+This is what callers construct and call; how a request is sent and retried lives in
+:mod:`.transport`, what comes back in :mod:`.answers`. Times and steps are taken as the API
+takes them, seconds with millisecond precision, converted on exact integers (milliseconds),
+never on floats, so that a range's ``start``, ``end`` and ``step`` reach the server as given.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 import httpx
 
-from migscope.analyzer._intake.prometheus import parsing
-from migscope.analyzer._intake.prometheus.auth import BearerToken
-from migscope.analyzer._intake.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
-from migscope.analyzer._intake.prometheus.chunks import (
-    MAX_POINTS_PER_SERIES,
-    ChunkMerger,
-    chunk_bounds,
+from migscope.analyzer._intake.prometheus import answers
+from migscope.analyzer._intake.prometheus.answers import (
+    QUERY_IN_MESSAGE,
+    Envelope,
+    QueryResult,
+    QueryStats,
+    Sample,
+    Series,
+    clip,
 )
-from migscope.analyzer._intake.prometheus.connection import (
+from migscope.analyzer._intake.prometheus.transport import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
+    ApiTransport,
+    BearerToken,
+    ClientUsage,
+    UsageTally,
     api_base,
     checked_options,
     make_http_client,
     request_timeout,
 )
-from migscope.analyzer._intake.prometheus.envelope import Envelope
-from migscope.analyzer._intake.prometheus.errors import QUERY_IN_MESSAGE, clip
-from migscope.analyzer._intake.prometheus.results import QueryResult, QueryStats, Sample, Series
-from migscope.analyzer._intake.prometheus.timestamps import (
-    Timestamp,
-    fmt_millis,
-    optional_range,
-    range_millis,
-    to_millis,
-)
-from migscope.analyzer._intake.prometheus.transport import ApiTransport
-from migscope.analyzer._intake.prometheus.usage import ClientUsage, UsageTally
 from migscope.analyzer._intake.promql import LABEL_NAME_RE
 
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])
 
 _T = TypeVar("_T")
+
+# --------------------------------------------------------------------------------------------
+# Times and steps as the API takes them
+
+#: A point in time: Unix seconds, or a timezone-aware datetime (naive ones are refused as
+#: ambiguous).
+Timestamp = float | datetime
+
+
+def to_millis(value: Timestamp, *, what: str) -> int:
+    """Unix milliseconds of ``value``: the API takes seconds with ms precision.
+
+    Args:
+        value: Unix seconds or an aware datetime.
+        what: The argument's name, for the error message.
+
+    Raises:
+        ValueError: A naive datetime or a value that is not finite.
+        TypeError: Neither a number nor a datetime.
+    """
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"{what} is a naive datetime; give a timezone (e.g. UTC)")
+        seconds = value.timestamp()
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be Unix seconds or an aware datetime, got {value!r}")
+    else:
+        seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"{what} must be finite, got {seconds!r}")
+    return round(seconds * 1000)
+
+
+def step_millis(step: float | timedelta) -> int:
+    """A step in whole milliseconds.
+
+    Raises:
+        ValueError: Shorter than 1 ms, or not finite.
+    """
+    seconds = step.total_seconds() if isinstance(step, timedelta) else float(step)
+    millis = round(seconds * 1000) if math.isfinite(seconds) else 0
+    if millis <= 0:
+        raise ValueError(f"step must be at least 1 ms, got {step!r}")
+    return millis
+
+
+def fmt_millis(millis: int) -> str:
+    """Seconds with exactly the millisecond precision of ``millis``, no float rounding."""
+    sign = "-" if millis < 0 else ""
+    whole, frac = divmod(abs(millis), 1000)
+    return f"{sign}{whole}.{frac:03d}" if frac else f"{sign}{whole}"
+
+
+def range_millis(start: Timestamp, end: Timestamp, step: float | timedelta) -> tuple[int, int, int]:
+    """``start``, ``end`` and ``step`` of a range query in milliseconds.
+
+    Raises:
+        ValueError: ``end`` before ``start``, or a bad time or step.
+    """
+    start_ms = to_millis(start, what="start")
+    end_ms = to_millis(end, what="end")
+    step_ms = step_millis(step)
+    if end_ms < start_ms:
+        raise ValueError(f"end ({fmt_millis(end_ms)}) is before start ({fmt_millis(start_ms)})")
+    return start_ms, end_ms, step_ms
+
+
+def optional_range(start: Timestamp | None, end: Timestamp | None) -> list[tuple[str, str]]:
+    """The ``start``/``end`` parameters of the metadata endpoints, for those given."""
+    out: list[tuple[str, str]] = []
+    if start is not None:
+        out.append(("start", fmt_millis(to_millis(start, what="start"))))
+    if end is not None:
+        out.append(("end", fmt_millis(to_millis(end, what="end"))))
+    return out
 
 
 class PrometheusClient:
@@ -61,8 +133,8 @@ class PrometheusClient:
     basic auth and never appears in messages; a query string (``?dedup=true``) is sent with
     every request.
 
-    Requests use POST with a form body for queries and series (URL-length limits do not bite
-    on long node lists); label values use GET, the only method that endpoint has.
+    Queries use POST with a form body (URL-length limits do not bite on long node lists);
+    label values use GET, the only method that endpoint has.
 
     Retries: connection errors (refused, reset, DNS, connect timeout), HTTP 5xx (except 501,
     505 and a 503 that says the query timed out) and 429 are retried ``retries`` times with
@@ -228,7 +300,7 @@ class PrometheusClient:
             form["time"] = fmt_millis(to_millis(at, what="at"))
         envelope = self._transport.request("POST", "api/v1/query", form=form, query=expr)
         url = self._transport.url("api/v1/query")
-        result_type, samples = parsing.instant_samples(envelope.data, url=url, expr=expr)
+        result_type, samples = answers.instant_samples(envelope.data, url=url, expr=expr)
         return self._finish(samples, envelope, result_type=result_type, started=started, query=expr)
 
     def query_range(
@@ -253,119 +325,20 @@ class PrometheusClient:
         Raises:
             ValueError: ``end`` before ``start`` or a non-positive step.
             PrometheusError: See the class hierarchy; more than the server's points limit is a
-                :class:`PrometheusQueryError` (use :meth:`query_range_chunked`).
+                :class:`PrometheusQueryError` (query a shorter range or a longer step).
         """
         started = time.perf_counter()
         start_ms, end_ms, step_ms = range_millis(start, end, step)
-        envelope, series = self._range_request(expr, start_ms, end_ms, step_ms)
+        form = {
+            "query": expr,
+            "start": fmt_millis(start_ms),
+            "end": fmt_millis(end_ms),
+            "step": fmt_millis(step_ms),
+        }
+        envelope = self._transport.request("POST", "api/v1/query_range", form=form, query=expr)
+        url = self._transport.url("api/v1/query_range")
+        series = answers.matrix_series(envelope.data, url=url)
         return self._finish(series, envelope, result_type="matrix", started=started, query=expr)
-
-    def iter_range_chunks(
-        self,
-        expr: str,
-        *,
-        start: Timestamp,
-        end: Timestamp,
-        step: float | timedelta,
-        chunk: float | timedelta | None = None,
-        max_points: int = MAX_POINTS_PER_SERIES,
-    ) -> Iterator[QueryResult[Series]]:
-        """Yield a long range query as consecutive chunks, each one request.
-
-        Why a generator: a caller that aggregates as it goes (sums, maxima, histograms) then
-        holds one chunk at a time, so memory does not grow with the window.
-
-        Chunk boundaries lie on the grid ``start + k × step`` and never overlap: chunk ``i``
-        covers ``[start + i×n×step, start + ((i+1)×n − 1)×step]`` with ``n`` points.
-
-        Args:
-            expr: PromQL returning an instant vector or scalar.
-            start: First evaluation time.
-            end: Last evaluation time (inclusive).
-            step: Resolution.
-            chunk: Time span per request; default and maximum ``max_points`` steps.
-            max_points: Points per series per request (Prometheus allows 11,000).
-
-        Yields:
-            One :class:`QueryResult` per request, in time order.
-        """
-        start_ms, end_ms, step_ms = range_millis(start, end, step)
-        bounds = chunk_bounds(start_ms, end_ms, step_ms, chunk=chunk, max_points=max_points)
-        for chunk_start, chunk_end in bounds:
-            started = time.perf_counter()
-            envelope, series = self._range_request(expr, chunk_start, chunk_end, step_ms)
-            yield self._finish(series, envelope, result_type="matrix", started=started, query=expr)
-
-    def query_range_chunked(
-        self,
-        expr: str,
-        *,
-        start: Timestamp,
-        end: Timestamp,
-        step: float | timedelta,
-        chunk: float | timedelta | None = None,
-        max_points: int = MAX_POINTS_PER_SERIES,
-    ) -> QueryResult[Series]:
-        """Evaluate a range query of any length as several requests and merge the series.
-
-        Each request stays under the server's points-per-series limit (see
-        :meth:`iter_range_chunks`); the pieces of each series are joined in time order, and a
-        point repeated at a chunk boundary (an engine that shifted a chunk's grid) is kept
-        once. Series are returned in order of first appearance; stats are summed over the
-        requests and warnings collected from all of them.
-
-        Args:
-            expr: PromQL returning an instant vector or scalar.
-            start: First evaluation time.
-            end: Last evaluation time (inclusive).
-            step: Resolution.
-            chunk: Time span per request; default and maximum ``max_points`` steps.
-            max_points: Points per series per request.
-
-        Returns:
-            The merged series, as one :class:`QueryResult`.
-        """
-        started = time.perf_counter()
-        merger = ChunkMerger()
-        for part in self.iter_range_chunks(
-            expr, start=start, end=end, step=step, chunk=chunk, max_points=max_points
-        ):
-            merger.add(part)
-        result = merger.result(started=started)
-        # Each chunk counted its own request time in _finish; add the merging.
-        self._tally.add(wall_seconds=max(0.0, result.elapsed - merger.chunk_elapsed))
-        return result
-
-    def series(
-        self,
-        match: str | Sequence[str],
-        *,
-        start: Timestamp | None = None,
-        end: Timestamp | None = None,
-    ) -> QueryResult[dict[str, str]]:
-        """List the label sets of the series matching any selector (``/api/v1/series``).
-
-        Args:
-            match: One selector or several (``match[]``); at least one.
-            start: Only series with samples after this (the server's default otherwise;
-                VictoriaMetrics looks back one day only, so pass it).
-            end: Only series with samples before this.
-
-        Returns:
-            One label dict per series.
-        """
-        started = time.perf_counter()
-        matches = [match] if isinstance(match, str) else list(match)
-        if not matches:
-            raise ValueError("series() needs at least one selector")
-        form: list[tuple[str, str]] = [("match[]", m) for m in matches]
-        form += optional_range(start, end)
-        url = self._transport.url("api/v1/series")
-        envelope = self._transport.request(
-            "POST", "api/v1/series", form=form, query=" or ".join(matches)
-        )
-        found = parsing.label_sets(envelope.data, url=url)
-        return self._finish(found, envelope, result_type="", started=started, query=None)
 
     def label_values(
         self,
@@ -395,7 +368,7 @@ class PrometheusClient:
         params += optional_range(start, end)
         path = f"api/v1/label/{label}/values"
         envelope = self._transport.request("GET", path, form=params, query=None)
-        values = parsing.label_values(envelope.data, url=self._transport.url(path))
+        values = answers.label_values(envelope.data, url=self._transport.url(path))
         return self._finish(values, envelope, result_type="", started=started, query=None)
 
     def build_info(self) -> dict[str, str]:
@@ -407,22 +380,9 @@ class PrometheusClient:
         """
         path = "api/v1/status/buildinfo"
         envelope = self._transport.request("GET", path, form=[], query=None)
-        return parsing.build_info(envelope.data, url=self._transport.url(path))
+        return answers.build_info(envelope.data, url=self._transport.url(path))
 
     # -- shared steps --------------------------------------------------------------------------
-
-    def _range_request(
-        self, expr: str, start_ms: int, end_ms: int, step_ms: int
-    ) -> tuple[Envelope, list[Series]]:
-        form = {
-            "query": expr,
-            "start": fmt_millis(start_ms),
-            "end": fmt_millis(end_ms),
-            "step": fmt_millis(step_ms),
-        }
-        envelope = self._transport.request("POST", "api/v1/query_range", form=form, query=expr)
-        url = self._transport.url("api/v1/query_range")
-        return envelope, parsing.matrix_series(envelope.data, url=url)
 
     def _finish(
         self,

@@ -1,9 +1,9 @@
 """One deadline for a whole request: connecting, sending, the headers, the body and the retries.
 
-Why a module of its own: httpx's timeouts bound each socket operation, not the request. A
-server (or a proxy in front of it) that sends one byte a second never trips a 60 s read
-timeout and holds ``migscope analyze`` forever; a retry loop that restarts every clock
-multiplies the wait by the number of attempts. A :class:`Deadline` is set when a request
+httpx's timeouts bound each socket operation, not the request. A server (or a proxy in front
+of it) that sends one byte a second never trips a 60 s read timeout and holds ``migscope
+analyze`` forever; a retry loop that restarts every clock multiplies the wait by the number of
+attempts. A :class:`Deadline` is set when a request
 starts and applies to everything the calling thread does for it.
 
 How it is enforced: every connection the client opens goes through :class:`DeadlineBackend`,

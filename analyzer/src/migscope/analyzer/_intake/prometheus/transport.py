@@ -1,57 +1,533 @@
-"""Send one API request: authentication, timeouts, limits, and the retries that are safe.
+"""Send one API request: the httpx client, authentication, the deadline, the size limit, retries.
 
-Why a module of its own: which failures to retry is the client's most delicate rule.
-Connection errors (refused, reset, DNS, connect timeout), HTTP 5xx (except 501, 505 and a 503
-that says the query timed out) and 429 are retried with jittered exponential backoff, or after
-the server's ``Retry-After``; bad PromQL (400/422), auth failures, read timeouts, a request
-httpx refuses to send and TLS verification failures never are, because the same request would
-fail the same way. Every failure leaves as one :class:`PrometheusError` line with the cause
+What a client is built with (its base URL without credentials, the TLS context, the headers,
+the timeouts and the deadline-keeping connections of :mod:`.deadline`) is decided once, at
+construction (:func:`make_http_client`); :class:`ApiTransport` then sends with it.
+
+Retries: which failures to retry is the client's most delicate rule. Connection errors
+(refused, reset, DNS, connect timeout), HTTP 5xx (except 501, 505 and a 503 that says the
+query timed out) and 429 are retried with jittered exponential backoff, or after the server's
+``Retry-After``; bad PromQL (400/422), auth failures, read timeouts, a request httpx refuses to
+send and TLS verification failures never are, because the same request would fail the same
+way. Every failure leaves as one :class:`~.answers.PrometheusError` line with the cause
 chained.
 
 Limits: a request, its retries and their waits included, ends by one
 :class:`~.deadline.Deadline` (the longest of the timeouts: ``--timeout``), however slowly the
 server sends; a wait for a retry that would end past it is not made. Every answer is read
-within :data:`~.body.DEFAULT_MAX_RESPONSE_BYTES` decoded bytes (:mod:`.body`).
+within :data:`DEFAULT_MAX_RESPONSE_BYTES` decoded bytes (:func:`read_body`):
+``response.content`` would hold the whole body in memory, decoded in one go, however large it
+is (a 200 MB answer cost 684 MB, and a gzip "bomb" under 1 MB cost 1.66 GB). Here the body is
+read as it arrives and decoded in pieces of at most :data:`DECODE_PIECE_BYTES`, with the limit
+counted on the decoded bytes, so that an answer past the limit stops at the limit with memory
+bounded by it, whatever its compression ratio; between chunks the deadline is checked as well.
+gzip and deflate (what the client asks for with ``Accept-Encoding``) are decoded here, with
+httpx's rules: a ``deflate`` body may be zlib-wrapped or raw, several encodings are undone in
+reverse order, unknown ones are left as they are. An encoding the client did not ask for and
+httpx still knows (``br`` or ``zstd`` when their packages are installed) is decoded by httpx,
+one network chunk at a time, with the same limit counted.
+
+Secrets: a token read from a file with a newline inside (two lines pasted, a comment under
+the token) made httpx refuse the header with a message that quotes it (``Illegal header value
+b'Bearer <the token>'``), and that message reached the terminal. The bearer token and the
+extra headers are checked here (:class:`BearerToken`, :func:`check_headers`), where the client
+knows what they are, and a problem is reported by where the value came from, never by its
+content.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import logging
+import os
 import random
 import ssl
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import httpx
 
-from migscope.analyzer._intake.prometheus.auth import BearerToken
-from migscope.analyzer._intake.prometheus.body import read_body
-from migscope.analyzer._intake.prometheus.connection import (
-    redact,
-)
-from migscope.analyzer._intake.prometheus.deadline import Deadline, deadline_seconds
-from migscope.analyzer._intake.prometheus.envelope import (
-    Envelope,
-    check_response,
-    describe,
-    maybe_json,
-)
-from migscope.analyzer._intake.prometheus.errors import (
+from migscope.analyzer._intake.prometheus.answers import (
     QUERY_IN_MESSAGE,
+    Envelope,
     PrometheusError,
     PrometheusResponseError,
     PrometheusTimeout,
     PrometheusUnreachable,
+    check_response,
     clip,
+    describe,
+    maybe_json,
 )
-from migscope.analyzer._intake.prometheus.usage import UsageTally
-
-# The client's construction lives in .connection; its names stay importable from here.
+from migscope.analyzer._intake.prometheus.deadline import Deadline, deadline_seconds, install
+from migscope.analyzer._options import DEFAULT_TIMEOUT_SECONDS
 
 # The package's logger, whichever module of it logs: one name to configure and filter on.
 _log = logging.getLogger(__name__.rpartition(".")[0])
+
+# --------------------------------------------------------------------------------------------
+# The httpx client: URL, TLS, headers, timeouts
+
+
+#: Connect quickly or fail (an unreachable host should say so in seconds); give a window query
+#: a minute to evaluate, which is the order of Prometheus's own default ``-query.timeout`` (2m).
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+"""Connecting takes milliseconds when the server is there; waiting longer only hides it."""
+
+DEFAULT_TIMEOUT = httpx.Timeout(DEFAULT_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
+
+
+def redact(url: httpx.URL) -> str:
+    """``url`` as text without user info, for messages."""
+    return str(url.copy_with(username=None, password=None)) if url.userinfo else str(url)
+
+
+def api_base(url: httpx.URL) -> httpx.URL:
+    """The base URL requests are joined to: no credentials or query, no ``/api/v1``, ``/`` last.
+
+    A trailing ``/api/v1`` (a common copy-paste from a Grafana data source) is tolerated.
+    """
+    path = url.path.rstrip("/")
+    if path.endswith("/api/v1"):
+        path = path[: -len("/api/v1")]
+    return url.copy_with(username=None, password=None, path=path + "/", query=None)
+
+
+def checked_options(
+    base_url: str,
+    *,
+    basic_auth: tuple[str, str] | None,
+    bearer: tuple[str | None, str | os.PathLike[str] | None],
+    verify: bool,
+    ca_file: str | os.PathLike[str] | None,
+    counts: tuple[float, ...],
+    max_response_bytes: int,
+) -> tuple[httpx.URL, tuple[str, str] | None]:
+    """Check a :class:`~.client.PrometheusClient`'s options together.
+
+    Args:
+        base_url: The URL as given.
+        basic_auth: ``(user, password)`` as given.
+        bearer: The bearer token and the bearer token file as given.
+        verify: Whether to verify the server's certificate.
+        ca_file: The CA bundle as given.
+        counts: ``retries``, ``backoff`` and ``max_backoff``.
+        max_response_bytes: The size limit of one answer.
+
+    Returns:
+        The URL and the basic auth to use (the URL's user info, if it has one).
+
+    Raises:
+        ValueError: Bad URL scheme, conflicting auth or TLS options, a negative count or a
+            limit that is not positive.
+    """
+    url = httpx.URL(base_url)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(f"Prometheus URL must be http(s)://host[:port][/prefix], got {base_url!r}")
+    if min(counts) < 0:
+        raise ValueError("retries, backoff and max_backoff must not be negative")
+    if max_response_bytes <= 0:
+        raise ValueError("max_response_bytes must be positive")
+    if url.username or url.password:
+        if basic_auth is not None:
+            raise ValueError("give basic auth in the URL or as basic_auth=, not both")
+        basic_auth = (url.username, url.password)
+    if sum(x is not None for x in (*bearer, basic_auth)) > 1:
+        raise ValueError("choose one of bearer_token, bearer_token_file and basic_auth")
+    if not verify and (ca_file is not None):
+        raise ValueError("ca_file has no effect with verify=False; drop one of them")
+    return url, basic_auth
+
+
+def request_timeout(timeout: httpx.Timeout | float) -> httpx.Timeout:
+    """``timeout`` as an httpx timeout; seconds also bound connecting to 5 of them at most."""
+    if isinstance(timeout, httpx.Timeout):
+        return timeout
+    return httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT_SECONDS))
+
+
+def make_http_client(
+    *,
+    basic_auth: tuple[str, str] | None,
+    ca_file: str | os.PathLike[str] | None,
+    client_cert: str | tuple[str, str] | None,
+    verify: bool,
+    headers: Mapping[str, str] | None,
+    timeout: httpx.Timeout,
+    trust_env: bool,
+    transport: httpx.BaseTransport | None,
+) -> httpx.Client:
+    """The httpx client of one :class:`PrometheusClient`: auth, TLS, headers, no redirects.
+
+    Redirects are not followed: a redirect from a Prometheus API is a login page or a wrong
+    base URL, and :func:`~.answers.check_response` says so. Its connections keep each request's
+    deadline (:func:`~.deadline.install`).
+
+    Raises:
+        ValueError: A header value httpx could not send (its name is said, not its value).
+    """
+    check_headers(headers)
+    verify_arg: ssl.SSLContext | bool = verify
+    if ca_file is not None or client_cert is not None:
+        context = ssl.create_default_context(
+            cafile=os.fspath(ca_file) if ca_file is not None else None
+        )
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if client_cert is not None:
+            certfile, keyfile = (client_cert, None) if isinstance(client_cert, str) else client_cert
+            context.load_cert_chain(certfile, keyfile)
+        verify_arg = context
+    client = httpx.Client(
+        auth=httpx.BasicAuth(*basic_auth) if basic_auth is not None else None,
+        headers={
+            "Accept": "application/json",
+            "Accept-Encoding": ACCEPT_ENCODING,
+            **(headers or {}),
+        },
+        verify=verify_arg,
+        timeout=timeout,
+        trust_env=trust_env,
+        follow_redirects=False,
+        transport=transport,
+    )
+    install(client)
+    return client
+
+
+# --------------------------------------------------------------------------------------------
+# The bearer token and extra headers: checked before they are sent, and never quoted
+
+
+def header_problem(value: str, *, tab_allowed: bool = False) -> str | None:
+    """What makes ``value`` unsendable as an HTTP header value, without quoting it; or None.
+
+    Args:
+        value: The header value (or the token that goes into one).
+        tab_allowed: Whether a tab counts as allowed (HTTP allows it inside a header value;
+            a token never holds one).
+
+    Returns:
+        ``"contains a newline"``, ``"contains a control or non-ASCII character"``, or None.
+    """
+    if "\n" in value or "\r" in value:
+        return "contains a newline"
+    if any(not (" " <= c <= "~") and not (tab_allowed and c == "\t") for c in value):
+        return "contains a control or non-ASCII character"
+    return None
+
+
+def check_headers(headers: Mapping[str, str] | None) -> None:
+    """Refuse extra headers that httpx would reject with their value in the message.
+
+    Raises:
+        ValueError: A value with a newline or a character HTTP cannot carry (its name says
+            which; the value is not quoted, as it may be a credential).
+    """
+    for name, value in (headers or {}).items():
+        problem = header_problem(value, tab_allowed=True)
+        if problem is not None:
+            raise ValueError(f"header {name}: the value {problem}")
+
+
+class BearerToken:
+    """The ``Authorization: Bearer`` header: a fixed token, or a file read for every request.
+
+    Args:
+        token: The token itself.
+        path: A file holding the token (surrounding whitespace is dropped), read before every
+            request so that rotated service-account tokens work.
+        url: The base URL, for messages.
+
+    Raises:
+        ValueError: ``token`` cannot be sent (what is wrong, not the token).
+    """
+
+    def __init__(self, token: str | None, path: str | os.PathLike[str] | None, *, url: str) -> None:
+        if token is not None and (problem := header_problem(token)) is not None:
+            raise ValueError(f"bearer_token {problem}")
+        self._token = token
+        self._path = path
+        self._url = url
+
+    def headers(self) -> dict[str, str]:
+        """``{"Authorization": "Bearer ..."}``, or nothing without a token.
+
+        Raises:
+            PrometheusError: The file cannot be read, or its token cannot be sent.
+        """
+        token = self._token
+        if self._path is not None:
+            try:
+                with open(self._path, encoding="utf-8") as fh:
+                    token = fh.read().strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                # Not the decoder's message: it quotes the bytes around the bad one.
+                reason = (exc.strerror or exc) if isinstance(exc, OSError) else "not UTF-8 text"
+                raise PrometheusError(
+                    f"cannot read the bearer token file {self._path}: {reason}", url=self._url
+                ) from (exc if isinstance(exc, OSError) else None)
+            problem = header_problem(token)
+            if problem is not None:
+                raise PrometheusError(
+                    f"bearer token file {self._path}: {problem}; it must hold the token alone "
+                    "on one line",
+                    url=self._url,
+                )
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+# --------------------------------------------------------------------------------------------
+# Reading an answer within the size limit and by the deadline
+
+
+DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+"""The most decoded bytes one answer may have (256 MiB).
+
+A week of 1-minute samples of one series is about 10,000 points, some 300 kB of JSON; the
+analyzer's queries, batched by node, stay far below this. An answer past it is a query over far
+too many series, or a server that is not a Prometheus API.
+"""
+
+DECODE_PIECE_BYTES = 256 * 1024
+"""The most bytes one decoding step produces: what a compressed chunk may expand to at once."""
+
+ACCEPT_ENCODING = "gzip, deflate"
+"""The encodings the client asks for: the ones decoded here in bounded pieces."""
+
+_DECODED_HERE = frozenset({"gzip", "deflate", "identity"})
+_FRAMING = ("content-encoding", "content-length", "transfer-encoding")
+
+
+def size_text(count: int) -> str:
+    """``count`` bytes as a message shows them: ``256 MiB``, ``1.5 KiB``, ``100 bytes``."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:g} {unit}"
+    return f"{count} bytes"
+
+
+class _Inflater:
+    """One ``gzip`` or ``deflate`` layer, decoded in pieces of at most ``piece`` bytes."""
+
+    def __init__(self, encoding: str, piece: int) -> None:
+        self._raw_fallback = encoding == "deflate"  # zlib-wrapped, else raw (as httpx does)
+        self._wbits = zlib.MAX_WBITS | 16 if encoding == "gzip" else zlib.MAX_WBITS
+        self._inflate = zlib.decompressobj(self._wbits)
+        self._piece = piece
+        self._started = False
+
+    def _step(self, data: bytes) -> bytes:
+        try:
+            out = self._inflate.decompress(data, self._piece)
+        except zlib.error as exc:
+            if not (self._raw_fallback and not self._started):
+                raise httpx.DecodingError(str(exc)) from exc
+            self._raw_fallback = False
+            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+            out = self._step(data)
+        self._started = True
+        return out
+
+    def pipe(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """The decoded bytes of ``chunks``, in pieces of at most ``piece`` bytes."""
+        for chunk in chunks:
+            data = chunk
+            while True:  # until this chunk is consumed and nothing more is pending
+                out = self._step(data)
+                if out:
+                    yield out
+                data = self._inflate.unconsumed_tail
+                if not data and len(out) < self._piece:
+                    break
+        try:
+            tail = self._inflate.flush()
+        except zlib.error as exc:
+            raise httpx.DecodingError(str(exc)) from exc
+        if tail:
+            yield tail
+
+
+def _encodings(response: httpx.Response) -> list[str]:
+    values = response.headers.get_list("content-encoding", split_commas=True)
+    return [value.strip().lower() for value in values if value.strip()]
+
+
+def _decoded(response: httpx.Response, deadline: Deadline) -> Iterator[bytes]:
+    """The body's decoded bytes in bounded pieces, checking ``deadline`` between chunks."""
+
+    def raw() -> Iterator[bytes]:
+        for chunk in response.iter_raw():
+            if deadline.expired():
+                deadline.hit = True
+                raise httpx.ReadTimeout("the request's deadline passed", request=response.request)
+            yield chunk
+
+    encodings = _encodings(response)
+    if not set(encodings) <= _DECODED_HERE:
+        # Not asked for, but httpx can decode it: its decoder, one network chunk at a time.
+        for chunk in response.iter_bytes():
+            if deadline.expired():
+                deadline.hit = True
+                raise httpx.ReadTimeout("the request's deadline passed", request=response.request)
+            yield chunk
+        return
+    pieces: Iterable[bytes] = raw()
+    for encoding in reversed(encodings):
+        if encoding != "identity":
+            pieces = _Inflater(encoding, DECODE_PIECE_BYTES).pipe(pieces)
+    yield from pieces
+
+
+def _too_large(response: httpx.Response, shown: str, limit: int) -> PrometheusResponseError:
+    return PrometheusResponseError(
+        f"the answer of {shown} is larger than {size_text(limit)} decoded, the limit of one "
+        "response; query a shorter range or fewer series",
+        url=shown,
+        status_code=response.status_code,
+    )
+
+
+def read_body(
+    response: httpx.Response, *, shown: str, limit: int, deadline: Deadline
+) -> httpx.Response:
+    """Read the streamed ``response`` whole, within ``limit`` decoded bytes and the deadline.
+
+    Args:
+        response: An answer from ``httpx.Client.send(..., stream=True)``; closed here.
+        shown: The request URL without credentials, for messages.
+        limit: The most decoded bytes the body may have.
+        deadline: The request's deadline, checked between chunks.
+
+    Returns:
+        The same answer with its decoded body in memory (``content``, ``text``), its headers
+        less the framing ones (``Content-Encoding``, ``Content-Length``).
+
+    Raises:
+        PrometheusResponseError: The body is larger than ``limit`` (reading stops there).
+        httpx.ReadTimeout: The deadline passed (``deadline.hit`` is set).
+        httpx.HTTPError: The body could not be read or decoded.
+    """
+    try:
+        declared = response.headers.get("content-length", "")
+        if not _encodings(response) and declared.isdigit() and int(declared) > limit:
+            raise _too_large(response, shown, limit)
+        parts: list[bytes] = []
+        total = 0
+        for piece in _decoded(response, deadline):
+            total += len(piece)
+            if total > limit:
+                raise _too_large(response, shown, limit)
+            parts.append(piece)
+    finally:
+        response.close()
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _FRAMING]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(parts),
+        request=response.request,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Running totals over one client's calls, and the server warnings it has seen, thread-safely:
+# the request loop below counts requests, retries and bytes, the client's calls count results
+# and wall time
+
+
+@dataclass(slots=True)
+class ClientUsage:
+    """Running totals over every call of one client, for benchmarks and progress reports.
+
+    Attributes:
+        calls: Results returned (one per call).
+        requests: HTTP requests sent, retries included.
+        retries: Requests that were repeats after a retryable failure.
+        wall_seconds: Client-side wall time of all calls.
+        server_eval_seconds: Sum of ``evalTotalTime`` over the requests that reported it.
+        requests_with_stats: How many requests reported ``evalTotalTime``.
+        bytes_received: Response body bytes.
+    """
+
+    calls: int = 0
+    requests: int = 0
+    retries: int = 0
+    wall_seconds: float = 0.0
+    server_eval_seconds: float = 0.0
+    requests_with_stats: int = 0
+    bytes_received: int = 0
+
+
+class UsageTally:
+    """One client's :class:`ClientUsage` and distinct warnings, behind one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._usage = ClientUsage()
+        self._seen_warnings: dict[str, None] = {}
+
+    def add(
+        self,
+        *,
+        calls: int = 0,
+        requests: int = 0,
+        retries: int = 0,
+        wall_seconds: float = 0.0,
+        server_eval_seconds: float | None = None,
+        bytes_received: int = 0,
+    ) -> None:
+        """Add to the totals.
+
+        Args:
+            calls: Results returned.
+            requests: HTTP requests sent.
+            retries: Requests that repeated a failed one.
+            wall_seconds: Client-side wall time.
+            server_eval_seconds: The server's ``evalTotalTime`` of one request; ``None``
+                when it reported none (then :attr:`ClientUsage.requests_with_stats` stays).
+            bytes_received: Response body bytes.
+        """
+        with self._lock:
+            usage = self._usage
+            usage.calls += calls
+            usage.requests += requests
+            usage.retries += retries
+            usage.wall_seconds += wall_seconds
+            usage.bytes_received += bytes_received
+            if server_eval_seconds is not None:
+                usage.server_eval_seconds += server_eval_seconds
+                usage.requests_with_stats += 1
+
+    def snapshot(self) -> ClientUsage:
+        """A copy of the totals so far."""
+        with self._lock:
+            return dataclasses.replace(self._usage)
+
+    def new_warnings(self, warnings: Iterable[str]) -> list[str]:
+        """Record ``warnings`` and return those not seen before, in order (to log once)."""
+        with self._lock:
+            fresh = [w for w in dict.fromkeys(warnings) if w not in self._seen_warnings]
+            self._seen_warnings.update(dict.fromkeys(fresh))
+        return fresh
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Every distinct warning recorded so far, in order."""
+        with self._lock:
+            return tuple(self._seen_warnings)
+
+
+# --------------------------------------------------------------------------------------------
+# Sending, with the retries that are safe
+
 
 _NOT_RETRIED_5XX = frozenset({501, 505})
 _STATS_PATHS = ("api/v1/query", "api/v1/query_range")
