@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from migscope.sim._faults import FaultInjector, InjectedError, SlowCall
     from migscope.sim._gpu import MIG_RESERVED_BYTES, PodOwner, SimGpu, SimInstance
     from migscope.sim._nvml import SimNvml
-    from migscope.sim._scenario.errors import ScenarioError
-    from migscope.sim._scenario.loading import load_scenario, read_scenario_yaml
+    from migscope.sim._scenario.loading import ScenarioError, load_scenario, read_scenario_yaml
     from migscope.sim._scenario.spec import Scenario
     from migscope.sim._scenarios import BUILTIN_SCENARIOS, DEMO_SCENARIO, resolve_scenario
     from migscope.sim._simulation import PodAssignment, SimNode, Simulation
@@ -59,7 +58,7 @@ _HOME = {
     "SimGpu": "_gpu",
     "SimInstance": "_gpu",
     "SimNvml": "_nvml",
-    "ScenarioError": "_scenario.errors",
+    "ScenarioError": "_scenario.loading",
     "load_scenario": "_scenario.loading",
     "read_scenario_yaml": "_scenario.loading",
     "Scenario": "_scenario.spec",

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from migscope.sim._clock import SimClock
-from migscope.sim._errors import error_code, fail
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._ids import derive_seed
+from migscope.sim._nvml_errors import error_code, fail
 
 InstanceBuilder = Callable[[SimGpu, Sequence[Any], int], list[SimInstance]]
 """Builds the instances of a new layout: ``(gpu, instance specs, generation) -> instances``.

@@ -40,8 +40,8 @@ from typing import Any
 
 import pynvml
 
-from migscope.sim._errors import fail
 from migscope.sim._handles import address_of
+from migscope.sim._nvml_errors import fail
 from migscope.sim._workloads import COMPONENTS
 
 TICK = 0.1

@@ -24,11 +24,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import pynvml
 
 from migscope.sim._clock import SimClock
-from migscope.sim._errors import fail
 from migscope.sim._faults import FaultInjector, InstanceBuilder
 from migscope.sim._gpm import SampleStore
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._handles import HandleKind, HandleTable
+from migscope.sim._nvml_errors import fail
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -30,9 +30,9 @@ from typing import Any
 
 import pynvml
 
-from migscope.sim._errors import fail
 from migscope.sim._gpu import MemoryReading, SimGpu, SimInstance
 from migscope.sim._nvml_core import NvmlCore, nvml_api
+from migscope.sim._nvml_errors import fail
 
 _NO_ID = 0xFFFFFFFF
 _ARCH = {"ampere": 7, "hopper": 9, "blackwell": 10}

@@ -26,10 +26,10 @@ from typing import Any
 
 import pynvml
 
-from migscope.sim._errors import fail
 from migscope.sim._gpm import GpmSample, compute_metrics, tick_time
 from migscope.sim._gpu import SimGpu
 from migscope.sim._nvml_core import NvmlCore, nvml_api
+from migscope.sim._nvml_errors import fail
 
 
 class GpmApi(NvmlCore):

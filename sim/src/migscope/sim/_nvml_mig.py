@@ -38,10 +38,10 @@ from typing import Any
 import pynvml
 
 from migscope.core import DriverVersion, DriverVersionError, GiProfile, is_valid
-from migscope.sim._errors import fail
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._handles import HandleKind
 from migscope.sim._nvml_core import NvmlCore, nvml_api
+from migscope.sim._nvml_errors import fail
 
 PROFILE_INDEX_LIMIT = 0x11
 """Profile indices driver 580 knows (0..16): 17+ were INVALID_ARGUMENT on the real H200."""

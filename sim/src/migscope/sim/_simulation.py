@@ -16,9 +16,9 @@ import yaml
 
 from migscope.sim._build import build_gpu, build_instances
 from migscope.sim._clock import SimClock
-from migscope.sim._errors import error_code
 from migscope.sim._gpu import SimGpu, SimInstance
 from migscope.sim._nvml import SimNvml
+from migscope.sim._nvml_errors import error_code
 from migscope.sim._scenario import (
     GpuLostSpec,
     LayoutChangeSpec,

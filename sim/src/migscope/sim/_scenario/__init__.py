@@ -8,13 +8,12 @@ cross-references of faults) is checked while building the simulation
 The format is documented in ``docs/scenario.md``.
 
 One module per job: :mod:`.values` (value types), :mod:`.workload_specs`,
-:mod:`.node_specs`, :mod:`.fault_specs` and :mod:`.spec` (the models), :mod:`.errors` (how a
-problem names its field and line) and :mod:`.loading` (file to validated scenario).
+:mod:`.node_specs`, :mod:`.fault_specs` and :mod:`.spec` (the models), and :mod:`.loading`
+(file to validated scenario, and how a problem names its field and line).
 """
 
 from __future__ import annotations
 
-from migscope.sim._scenario.errors import ScenarioError, format_path, line_of
 from migscope.sim._scenario.fault_specs import (
     FaultSpec,
     GpuLostSpec,
@@ -22,7 +21,14 @@ from migscope.sim._scenario.fault_specs import (
     NvmlErrorSpec,
     SlowCallSpec,
 )
-from migscope.sim._scenario.loading import load_scenario, parse_scenario, read_scenario_yaml
+from migscope.sim._scenario.loading import (
+    ScenarioError,
+    format_path,
+    line_of,
+    load_scenario,
+    parse_scenario,
+    read_scenario_yaml,
+)
 from migscope.sim._scenario.node_specs import GpuSpec, InstanceSpec, NodeSpec, PodSpec, PowerSpec
 from migscope.sim._scenario.spec import Scenario
 from migscope.sim._scenario.workload_specs import (

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import pynvml
 from pydantic import Field, field_validator
 
-from migscope.sim._errors import error_code
+from migscope.sim._nvml_errors import error_code
 from migscope.sim._scenario.node_specs import InstanceSpec
 from migscope.sim._scenario.values import Duration, Ratio, Strict
 

@@ -1,9 +1,14 @@
-"""Reading a scenario: YAML through the one strict loader, then validation in the file's terms.
+"""Reading a scenario, and naming a problem in one: ``FILE:LINE: scenario nodes[0].gpus: why``.
 
-Pydantic's errors are worded by the one formatter (:mod:`migscope.core._validation`); scenario
-files keep pydantic's own texts ("Input should be less than or equal to 1"), which
-``docs/scenario.md`` quotes, and add theirs for unknown keys and workload or fault kinds. The
-first problem is reported, with how many more there are.
+YAML is read through the one strict loader, then validated in the file's terms. Pydantic's
+errors are worded by the one formatter (:mod:`migscope.core._validation`); scenario files keep
+pydantic's own texts ("Input should be less than or equal to 1"), which ``docs/scenario.md``
+quotes, and add theirs for unknown keys and workload or fault kinds. The first problem is
+reported, with how many more there are.
+
+Loading (shape) and building the simulation (meaning, :mod:`migscope.sim._build`) both find
+problems in a scenario, and both report them the same way, as a :class:`ScenarioError` naming
+the path of the field and the line it was written on (:func:`format_path`, :func:`line_of`).
 """
 
 from __future__ import annotations
@@ -18,14 +23,81 @@ from pydantic_core import ErrorDetails
 
 from migscope.core import (
     BUILTIN_WORDING,
+    Loc,
+    UserError,
     Wording,
     YamlProblem,
     compose_node,
     construct_strict,
     describe_problem,
+    line_for,
 )
-from migscope.sim._scenario.errors import ScenarioError, format_path, node_lines
 from migscope.sim._scenario.spec import Scenario
+
+
+class ScenarioError(UserError, ValueError):
+    """An invalid scenario, described in one line that names the field (and YAML line).
+
+    Attributes:
+        field: Dotted path of the offending field, e.g. ``nodes[0].gpus[1].instances``.
+        reason: What is wrong with it.
+        line: 1-based line in the YAML file, when known.
+        source: File name, when loaded from a file.
+    """
+
+    def __init__(
+        self, field: str, reason: str, *, line: int | None = None, source: str | None = None
+    ) -> None:
+        self.field, self.reason, self.line, self.source = field, reason, line, source
+        where = f"{source}:{line}: " if source and line else (f"{source}: " if source else "")
+        at = f"line {line}, " if line and not source else ""
+        text = " ".join(reason.split())
+        super().__init__(f"{where}scenario {at}{field or '(top)'}: {text}")
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    """``("nodes", 0, "gpus")`` → ``nodes[0].gpus``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def node_lines(root: yaml.Node | None) -> dict[Loc, int]:
+    """The 1-based line of every key and item of a YAML node tree, by path.
+
+    A key's line is that of the key (the first one, should a key repeat); an item's that of
+    the item. Merge keys (``<<``) are not followed: merged values have no line of their own.
+    """
+    lines: dict[Loc, int] = {}
+    if root is None:
+        return lines
+    lines[()] = root.start_mark.line + 1
+    stack: list[tuple[yaml.Node, Loc]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        children: list[tuple[yaml.Node, Loc, int]] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [
+                (value, (*path, key.value), key.start_mark.line + 1)
+                for key, value in node.value
+                if isinstance(key, yaml.ScalarNode)
+            ]
+        elif isinstance(node, yaml.SequenceNode):
+            children = [
+                (item, (*path, i), item.start_mark.line + 1) for i, item in enumerate(node.value)
+            ]
+        for child, child_path, line in children:
+            if child_path not in lines:
+                lines[child_path] = line
+                stack.append((child, child_path))
+    return lines
+
+
+def line_of(root: yaml.Node | None, loc: Sequence[str | int]) -> int | None:
+    """The 1-based YAML line of the node at ``loc`` (or of its deepest existing parent)."""
+    return line_for(tuple(loc), node_lines(root))
+
 
 WORDING: Wording = {
     **dict.fromkeys(BUILTIN_WORDING, "{msg}"),
