@@ -16,8 +16,8 @@ import pytest
 from migscope.core._metrics import metric
 from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._collector import SnapshotCollector
-from migscope.exporter._model import Activity
 from migscope.exporter._sampler import ActiveIntegral, Sampler
+from migscope.exporter._snapshot import Activity
 from migscope.sim import Simulation
 from migscope.sim._workloads import ActivityMix, Periodic
 

@@ -10,7 +10,7 @@ from support.exporter_snapshot import GIB, GPU, OWNERS, SLICE_A, SLICE_B, SNAP, 
 
 from migscope.exporter._collector import SnapshotCollector
 from migscope.exporter._dcgm_compat import DcgmExposition
-from migscope.exporter._model import Snapshot
+from migscope.exporter._snapshot import Snapshot
 
 
 def scrape(collector: SnapshotCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -23,8 +23,8 @@ from support.fake_dcgm.hostengine import GI, FakeHostengine
 
 from migscope.exporter._backends.base import BackendError, BackendReading
 from migscope.exporter._backends.dcgm import DEFAULT_BINDINGS, DcgmBackend
-from migscope.exporter._model import GpuReading
 from migscope.exporter._sampler import Sampler
+from migscope.exporter._snapshot import GpuReading
 
 FAKE_BINDINGS = Path(__file__).resolve().parents[1] / "support" / "fake_dcgm"
 BINDING_MODULES = ("dcgm_structs", "dcgm_fields", "dcgm_agent", "dcgmvalue")

@@ -32,9 +32,9 @@ from migscope.exporter._dcgm_compat import (
     load_counters,
     parse_counters,
 )
-from migscope.exporter._model import Activity, GpuReading, MigReading, Snapshot
 from migscope.exporter._runtime import render_once
 from migscope.exporter._settings import load_settings
+from migscope.exporter._snapshot import Activity, GpuReading, MigReading, Snapshot
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DEFAULT_FILE = FIXTURES / "dcgm" / "dcgm-exporter-default-counters.csv"

@@ -17,7 +17,7 @@ from support.kubelet import make_claim, make_pod
 from migscope.core import parse_device_name
 from migscope.exporter._attribution import DraOwner, DraResolver, resolve
 from migscope.exporter._dra import DraHolder, DraHolders, collect_dra_holders, parse_cdi_device
-from migscope.exporter._model import GpuReading, MigReading, Snapshot
+from migscope.exporter._snapshot import GpuReading, MigReading, Snapshot
 
 NAMES = Path(__file__).parents[1] / "fixtures" / "real" / "dra" / "device-names.tsv"
 

@@ -11,7 +11,7 @@ from migscope.core._metrics import HOLDER_LABELS, metric
 from migscope.exporter._attribution import DraResolver
 from migscope.exporter._collector import SnapshotCollector
 from migscope.exporter._dra import DraHolder, DraHolders
-from migscope.exporter._model import Snapshot
+from migscope.exporter._snapshot import Snapshot
 
 # H200 (test_collector): SLICE_A is 4g.71gb (profile id 5) at 0, SLICE_B 3g.71gb (id 9) at 4.
 GPU_M = replace(GPU, minor=3)

@@ -16,8 +16,8 @@ import pytest
 
 from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._backends.nvml.gpm import MAX_KEPT, SLACK
-from migscope.exporter._model import Activity, Snapshot
 from migscope.exporter._sampler import Sampler
+from migscope.exporter._snapshot import Activity, Snapshot
 from migscope.sim import Simulation
 
 LOAD_ON, LOAD_OFF = 33.0, 61.0

@@ -13,8 +13,8 @@ import pytest
 
 from migscope.exporter._backends.base import BackendError
 from migscope.exporter._backends.nvml import NvmlBackend
-from migscope.exporter._model import GpuReading, Snapshot
 from migscope.exporter._sampler import Sampler
+from migscope.exporter._snapshot import GpuReading, Snapshot
 from migscope.sim import Simulation
 
 SCENARIO: dict[str, Any] = {

@@ -19,8 +19,8 @@ import pytest
 
 from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._collector import SnapshotCollector
-from migscope.exporter._model import Snapshot
 from migscope.exporter._sampler import Sampler
+from migscope.exporter._snapshot import Snapshot
 from migscope.sim import Simulation
 
 LOGGER = "migscope.exporter._backends.nvml"

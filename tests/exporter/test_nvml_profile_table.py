@@ -21,8 +21,8 @@ from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._backends.nvml.codes import code_of
 from migscope.exporter._backends.nvml.profiles import read_profile_table
 from migscope.exporter._collector import SnapshotCollector
-from migscope.exporter._model import MigProfileInfo, Snapshot
 from migscope.exporter._sampler import Sampler
+from migscope.exporter._snapshot import MigProfileInfo, Snapshot
 from migscope.sim import Simulation
 
 ROOT = Path(__file__).resolve().parents[2]

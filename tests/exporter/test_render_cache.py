@@ -10,7 +10,7 @@ from support.exporter_snapshot import OWNERS, SLICE_A, SNAP, PodOwner
 
 from migscope.exporter._collector import SnapshotCollector
 from migscope.exporter._http.app import ExporterApp
-from migscope.exporter._model import CollectorStatus
+from migscope.exporter._snapshot import CollectorStatus
 
 
 def _collector(state: dict[str, object]) -> SnapshotCollector:

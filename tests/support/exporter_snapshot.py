@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from migscope.exporter._model import Activity, CollectorStatus, GpuReading, MigReading, Snapshot
+from migscope.exporter._snapshot import Activity, CollectorStatus, GpuReading, MigReading, Snapshot
 
 GIB = 1024**3
 

@@ -33,7 +33,7 @@ from typing import Literal
 
 from migscope.core import CatalogueError, DeviceName, find_model
 from migscope.exporter._dra import DraHolder, DraHolders
-from migscope.exporter._model import GpuReading, MigReading, Snapshot
+from migscope.exporter._snapshot import GpuReading, MigReading, Snapshot
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Render the latest snapshot as Prometheus metrics, fresh on every scrape.
 
 A scrape reads two immutable objects — the sampler's latest
-:class:`~migscope.exporter._model.Snapshot` and the pod-attribution watcher's latest owner map —
+:class:`~migscope.exporter._snapshot.Snapshot` and the pod-attribution watcher's latest owner map —
 and walks them once. Nothing here calls NVML, the kubelet or the network, and nothing carries
 over from one scrape to the next, so a slice that vanished from the snapshot vanishes from
 /metrics and a slow GPU can never make a scrape slow.
@@ -36,7 +36,7 @@ from migscope.core import (
     MetricSpec,
 )
 from migscope.exporter._dcgm_compat import DcgmExposition
-from migscope.exporter._model import (
+from migscope.exporter._snapshot import (
     Activity,
     CollectorStatus,
     GpuReading,
@@ -225,7 +225,7 @@ _ACTIVE_SECONDS_METRICS = (
     ("tensor", "tensor_active_seconds_total"),
     ("dram", "dram_active_seconds_total"),
 )
-"""The activity integrals (:class:`~migscope.exporter._model.ActiveSeconds`) and their counters."""
+"""Activity integrals (:class:`~migscope.exporter._snapshot.ActiveSeconds`) and their counters."""
 
 
 class SnapshotCollector:

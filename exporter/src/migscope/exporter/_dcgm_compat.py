@@ -37,7 +37,7 @@ from typing import Literal, Protocol, cast
 from prometheus_client.core import Metric
 
 from migscope.core import DCGM_COMPAT, DcgmCompatSpec, DcgmType, UserError
-from migscope.exporter._model import Activity, GpuReading, MigReading, Snapshot
+from migscope.exporter._snapshot import Activity, GpuReading, MigReading, Snapshot
 
 MIB = 1024 * 1024
 

@@ -24,9 +24,9 @@ from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._collector import Owner, SnapshotCollector
 from migscope.exporter._dcgm_compat import DcgmExposition, load_counters
 from migscope.exporter._http import ExporterApp, ExporterServer, load_web_config
-from migscope.exporter._model import CollectorStatus, Snapshot
 from migscope.exporter._sampler import Sampler
 from migscope.exporter._settings import ExporterSettings, SettingsError
+from migscope.exporter._snapshot import CollectorStatus, Snapshot
 
 log = logging.getLogger(__name__)
 

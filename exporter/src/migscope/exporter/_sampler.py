@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from migscope.exporter._backends.base import Backend, BackendError, BackendReading
-from migscope.exporter._model import (
+from migscope.exporter._power import SliceLoad, split_power
+from migscope.exporter._snapshot import (
     ActiveSeconds,
     Activity,
     CollectorStatus,
@@ -29,7 +30,6 @@ from migscope.exporter._model import (
     MigReading,
     Snapshot,
 )
-from migscope.exporter._power import SliceLoad, split_power
 
 log = logging.getLogger(__name__)
 

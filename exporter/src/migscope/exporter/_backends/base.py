@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from migscope.core import GpuModel, UserError
-from migscope.exporter._model import CollectorStatus, GpuReading
+from migscope.exporter._snapshot import CollectorStatus, GpuReading
 
 
 class BackendError(UserError):

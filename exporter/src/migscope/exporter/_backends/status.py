@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from migscope.exporter._model import CollectorStatus
+from migscope.exporter._snapshot import CollectorStatus
 
 
 @dataclass

@@ -55,7 +55,7 @@ from migscope.exporter._backends.dcgm.values import (
 )
 from migscope.exporter._backends.dcgm.watches import Watches
 from migscope.exporter._backends.status import CycleErrors, StatusBook
-from migscope.exporter._model import CollectorStatus, GpuReading, MigReading
+from migscope.exporter._snapshot import CollectorStatus, GpuReading, MigReading
 
 # The package's name, as before it was split: log configuration refers to it.
 log = logging.getLogger("migscope.exporter._backends.dcgm")

@@ -26,7 +26,7 @@ from migscope.exporter._backends.dcgm.fields import (
     decode,
 )
 from migscope.exporter._backends.status import CycleErrors
-from migscope.exporter._model import Activity
+from migscope.exporter._snapshot import Activity
 
 
 def latest(

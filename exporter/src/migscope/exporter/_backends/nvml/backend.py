@@ -33,7 +33,7 @@ from migscope.exporter._backends.nvml.codes import (
 from migscope.exporter._backends.nvml.gpm import GpmReader
 from migscope.exporter._backends.nvml.inventory import Enumerator, NvmlGpu, NvmlSlice, free_gpm
 from migscope.exporter._backends.status import CycleErrors, StatusBook
-from migscope.exporter._model import CollectorStatus, GpuReading, MigReading
+from migscope.exporter._snapshot import CollectorStatus, GpuReading, MigReading
 
 # The package's name, as before it was split: log configuration refers to it.
 log = logging.getLogger("migscope.exporter._backends.nvml")

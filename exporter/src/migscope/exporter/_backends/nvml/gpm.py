@@ -44,7 +44,7 @@ from migscope.exporter._backends.nvml.codes import (
     code_of,
 )
 from migscope.exporter._backends.status import CycleErrors
-from migscope.exporter._model import Activity
+from migscope.exporter._snapshot import Activity
 
 GPM_METRICS = (
     ("graphics", "NVML_GPM_METRIC_GRAPHICS_UTIL"),

@@ -39,7 +39,7 @@ from migscope.exporter._backends.nvml.codes import (
 from migscope.exporter._backends.nvml.gpm import GpmRing
 from migscope.exporter._backends.nvml.privileges import message as privilege_message
 from migscope.exporter._backends.nvml.profiles import read_profile_table
-from migscope.exporter._model import MigProfileInfo
+from migscope.exporter._snapshot import MigProfileInfo
 
 _MAX_GPU_INSTANCES = 32
 """Entries of the array handed to ``nvmlDeviceGetGpuInstances``: it must hold every instance

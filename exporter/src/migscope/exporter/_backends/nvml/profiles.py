@@ -37,7 +37,7 @@ from migscope.exporter._backends.nvml.codes import (
     code_of,
     text,
 )
-from migscope.exporter._model import MigProfileInfo
+from migscope.exporter._snapshot import MigProfileInfo
 
 MAX_PLACEMENTS = 32
 """Entries of the placement array: NVML fills it without looking at ``count``. A GPU has 8
