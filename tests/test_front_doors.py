@@ -85,6 +85,7 @@ EXPORTED: dict[str, list[str]] = {
         "SavingsV1",
         "SliceOnGpu",
         "SliceV1",
+        "SourceV1",
         "TrendPointV1",
         "UnknownGpuError",
         "UnknownProfileError",

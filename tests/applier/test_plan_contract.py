@@ -72,6 +72,21 @@ def _report(**rec: Any) -> dict[str, Any]:
             "recommendations[0]: mig_config 'on' is not in mig_parted_config",
         ),
         ({**_report(), "schema_version": 2}, "report.json: schema_version 2, expected 1"),
+        (
+            {
+                **_report(),
+                "mig_parted_config": {
+                    "version": "v1",
+                    "mig-configs": {"off": [{"devices": 7, "mig-enabled": False}]},
+                },
+            },
+            "report.json: mig_parted_config.mig-configs.off[0].devices: a bare number (7) "
+            "is not allowed",
+        ),
+        (
+            {**_report(), "provenance": {"source": {"kind": "file", "path": 5}}},
+            "report.json: provenance.source.path: must be a string, got the number 5",
+        ),
     ],
 )
 def test_a_bad_field_is_one_line_naming_it(report: dict[str, Any], message: str) -> None:

@@ -108,4 +108,4 @@ def _value(s: SliceV1, column: str) -> object:
     """The slice's field of that name where the report has it, else its evidence's."""
     if column in s.model_fields_set or column in (s.model_extra or {}):
         return getattr(s, column)
-    return s.evidence.get(column)
+    return getattr(s.evidence, column, None)

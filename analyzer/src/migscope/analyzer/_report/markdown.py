@@ -25,7 +25,6 @@ from migscope.analyzer._report.trend import per_week, waste_change
 from migscope.core import (
     EvidenceV1,
     GpuLayoutV1,
-    MigPartedConfig,
     PoolV1,
     ReportV1,
     SliceV1,
@@ -70,8 +69,8 @@ def _who(s: SliceV1) -> str:
 def _slice_row(s: SliceV1) -> str:
     return (
         f"| {_cell(s.node)} | {s.gpu} | {s.gpu_instance_id} | {_cell(s.profile)} "
-        f"| {_cell(_who(s))} | {_pct(s.evidence.get('activity_p95'))} "
-        f"| {_gib(s.evidence.get('memory_p95_bytes'))} | {s.confidence:.2f} |"
+        f"| {_cell(_who(s))} | {_pct(s.evidence.activity_p95)} "
+        f"| {_gib(s.evidence.memory_p95_bytes)} | {s.confidence:.2f} |"
     )
 
 
@@ -201,8 +200,8 @@ def render_markdown(report: ReportV1, *, title: str = "migscope report") -> str:
     lines += _replay_lines(report.pools, report.what_if)
     lines += _trend_lines(report)
     if report.mig_parted_config is not None:
-        config = MigPartedConfig.model_validate(report.mig_parted_config)
-        lines += ["", "## mig-parted config", "", "```yaml", emit_config(config).rstrip()]
+        config = emit_config(report.mig_parted_config).rstrip()
+        lines += ["", "## mig-parted config", "", "```yaml", config]
         lines += ["```"]
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {_cell(n)}" for n in report.notes]

@@ -32,13 +32,16 @@ from pydantic_core import ErrorDetails
 
 from migscope.applier._plan.model import PlanError
 from migscope.core import (
+    BUILTIN_WORDING,
     GpuLayoutV1,
     Loc,
+    MigPartedConfig,
     NodePlanEntryV1,
     NodePlanV1,
     ProvenanceV1,
     RecommendationV1,
     ReportV1,
+    SourceV1,
     describe_error,
     describe_location,
     first_problem,
@@ -53,7 +56,7 @@ class ProvenanceView(BaseModel):
     """
 
     model_config = ProvenanceV1.model_config
-    source: dict[str, Any]
+    source: SourceV1
     simulated: bool = False
     created: str | None = None
     created_unix: float | None = None
@@ -85,7 +88,7 @@ class ReportView(BaseModel):
     model_config = ReportV1.model_config
     schema_version: Literal[1] = 1
     recommendations: list[RecommendationView]
-    mig_parted_config: dict[str, Any] | None = None
+    mig_parted_config: MigPartedConfig | None = None
     provenance: ProvenanceView | None = None
 
 
@@ -160,6 +163,10 @@ def _describe(err: ErrorDetails) -> str:
     own = _own_wording(loc, value)
     if own is not None:
         return own
+    if loc[:1] == ("mig_parted_config",) and err["type"] not in BUILTIN_WORDING:
+        # mig-parted's schema words its own problems (a bare ``devices: 7``, a PCI ID
+        # read as a number): its message, at its place in the report.
+        return f"{describe_location(loc)}: {err['msg']}"
     return describe_error(err, {})[1]
 
 
@@ -174,7 +181,7 @@ def _own_wording(loc: Loc, value: Any) -> str | None:
             return f"{describe_location(loc[:4])}: layout must map profile names to counts"
         case ("provenance",):
             return f"provenance: expected an object, got {_kind(value)}"
-        case ("provenance", "source", *_):
+        case ("provenance", "source") | ("provenance", "source", "kind"):
             return "provenance.source: expected an object with a 'kind'"
         case ("provenance", "simulated"):
             return f"provenance.simulated: expected true or false, got {value!r}"

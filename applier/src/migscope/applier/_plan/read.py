@@ -118,15 +118,11 @@ def plan_from_report(data: Mapping[str, Any], source: str = "report") -> ApplyPl
 def _from_report(data: Mapping[str, Any], source: str) -> ApplyPlan:
     report: ReportView = validate_view(ReportView, data, source)
     provenance = _provenance(report.provenance, source)
-    if report.mig_parted_config is None:
+    config = report.mig_parted_config  # validated with the report: a bad one is refused there
+    if config is None:
         if report.recommendations:
             raise PlanError(f"{source}: recommendations without a 'mig_parted_config'")
         return ApplyPlan(source, (), _empty_config(), provenance)
-    try:
-        config = MigPartedConfig.model_validate(report.mig_parted_config)
-    except ValueError as exc:
-        first = str(exc).splitlines()[0]
-        raise PlanError(f"{source}: mig_parted_config is invalid: {first}") from exc
     as_written: Sequence[Mapping[str, Any]] = data["recommendations"]
     uuids = _gpu_uuids(data)
     nodes = []
@@ -322,8 +318,8 @@ def _provenance(view: ProvenanceView | None, source: str) -> Provenance | None:
     if view is None:
         return None
     where = f"{source}: provenance"
-    kind = view.source.get("kind")
-    if not isinstance(kind, str) or not kind:
+    kind = view.source.kind
+    if not kind:
         raise PlanError(f"{where}.source: expected an object with a 'kind'")
     stamp = view.created_unix
     if stamp is not None:
@@ -340,7 +336,7 @@ def _provenance(view: ProvenanceView | None, source: str) -> Provenance | None:
         simulated=view.simulated or kind == "simulation",
         created_unix=created_unix,
         created=view.created or "",
-        source=dict(view.source),
+        source=view.source.model_dump(exclude_unset=True),
     )
 
 

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue, field_serializer
+
+from migscope.core._migparted.config import MigPartedConfig
 
 SCHEMA_VERSION = 1
 REPORT_FILE = "report.json"
 NODE_PLAN_FILE = "node-plan.json"
 
 _OPEN = ConfigDict(extra="allow", strict=True)
+
+_Number = int | float
+"""A JSON number as the analyzer computed it: an integer stays an integer (``0``, not ``0.0``)."""
 
 
 class WindowV1(BaseModel):
@@ -80,6 +85,52 @@ class HourlyV1(BaseModel):
     allocated: list[float | None]
 
 
+class CandidateFitV1(BaseModel):
+    """How the slice would fit one smaller profile: the numbers behind ``suggested_profile``.
+
+    ``compute_fits`` and ``memory_fits`` are null when unknowable (no activity or memory seen).
+    """
+
+    model_config = _OPEN
+    profile: str
+    activity_p95_after: _Number | None
+    memory_peak_after_ratio: _Number | None
+    compute_fits: bool | None
+    memory_fits: bool | None
+
+
+class SliceEvidenceV1(BaseModel):
+    """The numbers and thresholds a slice's verdict rests on (docs/classification.md).
+
+    Shares are 0..1, memory in bytes; a number is null when unknown (never ``NaN`` or 0).
+    ``thresholds``: the policy's thresholds that decided (``idle.activity_p95_below``, ...);
+    ``confidence_factors``: what lowered ``confidence`` (``coverage``, ``history``, ...);
+    ``candidates``: the smaller profiles weighed for an oversized or saturated slice.
+    ``activity_hourly`` is where reports written before ``SliceV1.hourly`` kept the
+    per-hour activity; the analyzer no longer writes it.
+    """
+
+    model_config = _OPEN
+    samples: int
+    expected_samples: int
+    coverage: _Number | None
+    allocated_fraction: _Number | None
+    activity_known: bool
+    activity_p50: _Number | None
+    activity_p95: _Number | None
+    activity_max: _Number | None
+    memory_known: bool
+    memory_p95_bytes: _Number | None
+    memory_peak_bytes: _Number | None
+    memory_total_bytes: _Number | None
+    memory_p95_ratio: _Number | None
+    memory_peak_ratio: _Number | None
+    thresholds: dict[str, _Number | None]
+    confidence_factors: dict[str, _Number | None]
+    candidates: list[CandidateFitV1] | None = None
+    activity_hourly: list[_Number | None] | None = None
+
+
 class SliceV1(BaseModel):
     """One slice: identity, verdict, evidence and owner.
 
@@ -109,7 +160,7 @@ class SliceV1(BaseModel):
     confidence: float
     reason: str
     suggested_profile: str | None
-    evidence: dict[str, Any]
+    evidence: SliceEvidenceV1
     namespace: str | None
     pod: str | None
     claim: str | None = None
@@ -208,7 +259,13 @@ class WorkloadV1(BaseModel):
 
 
 class RequestChangeV1(BaseModel):
-    """One workload's MIG request change (docs/report-schema.md, ``request_changes``)."""
+    """One workload's MIG request change (docs/report-schema.md, ``request_changes``).
+
+    ``patch`` is a Kubernetes strategic-merge patch of the workload (its pod template's
+    container resources), handed as is to ``kubectl patch`` and written to
+    ``request-changes.yaml``: Kubernetes' format, which migscope writes and never reads
+    back, so it is typed as the JSON object it is rather than modelled here.
+    """
 
     model_config = _OPEN
     workload: WorkloadV1
@@ -223,7 +280,7 @@ class RequestChangeV1(BaseModel):
     selector: str | None
     containers: list[str]
     claims: list[str]
-    patch: dict[str, Any] | None
+    patch: dict[str, JsonValue] | None
     command: str
 
 
@@ -298,14 +355,33 @@ class EvidenceV1(BaseModel):
     enough_for_a_plan: bool
 
 
-class ProvenanceV1(BaseModel):
-    """Where the data came from and when the report was made."""
+class SourceV1(BaseModel):
+    """Where the data came from: ``kind`` and, by kind, ``url``, ``path`` or ``scenarios``.
+
+    ``prometheus``: ``url`` (credentials removed); ``file``: ``path``; ``simulation``:
+    ``scenarios``. A newer analyzer may write another kind, or more keys (kept as extra keys).
+    """
 
     model_config = _OPEN
-    source: dict[str, Any]
+    kind: str
+    url: str | None = None
+    path: str | None = None
+    scenarios: list[str] | None = None
+
+
+class ProvenanceV1(BaseModel):
+    """Where the data came from and when the report was made.
+
+    ``catalogue``: per GPU model, which profile table the plan rests on (older reports lack
+    it).
+    """
+
+    model_config = _OPEN
+    source: SourceV1
     simulated: bool
     created: str
     created_unix: float
+    catalogue: dict[str, str] | None = None
 
 
 class TrendPointV1(BaseModel):
@@ -353,10 +429,6 @@ class SummaryV1(BaseModel):
     slices: int
     history_only_slices: int | None = None
     by_status: dict[str, int]
-
-
-_Number = int | float
-"""A JSON number as the analyzer computed it: an integer stays an integer (``0``, not ``0.0``)."""
 
 
 class PoolDemandV1(BaseModel):
@@ -482,8 +554,9 @@ class ReportV1(BaseModel):
 
     ``trend`` (earlier runs, oldest first) and ``grafana`` are added by the report writer
     when it was given earlier reports or a Grafana URL; older reports lack them.
-    ``mig_parted_config`` is mig-parted's own file format, read with
-    :class:`migscope.core._migparted.MigPartedConfig`.
+    ``mig_parted_config`` is mig-parted's own file format, validated as
+    :class:`~migscope.core._migparted.config.MigPartedConfig` (a bad config is refused when
+    the report is read) and written back with mig-parted's keys (:meth:`_mig_parted_json`).
     """
 
     model_config = _OPEN
@@ -494,7 +567,7 @@ class ReportV1(BaseModel):
     pools: list[PoolV1]
     recommendations: list[RecommendationV1]
     request_changes: RequestChangesV1 | None = None
-    mig_parted_config: dict[str, Any] | None
+    mig_parted_config: MigPartedConfig | None
     node_configs: dict[str, str]
     savings: SavingsV1
     what_if: WhatIfV1 | None = None
@@ -503,6 +576,18 @@ class ReportV1(BaseModel):
     notes: list[str]
     trend: list[TrendPointV1] | None = None
     grafana: GrafanaV1 | None = None
+
+    @field_serializer("mig_parted_config")
+    def _mig_parted_json(self, config: MigPartedConfig | None) -> dict[str, Any] | None:
+        """The config as its file has it: hyphenated keys, absent keys left out, lists.
+
+        What the analyzer writes (``MigPartedConfig.model_dump(by_alias=True,
+        exclude_none=True)``), whether the model was validated from that data or built in
+        Python (where an absent ``device-filter`` is an explicit None).
+        """
+        if config is None:
+            return None
+        return config.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 class NodePlanEntryV1(BaseModel):

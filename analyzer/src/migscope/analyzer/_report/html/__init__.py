@@ -29,9 +29,6 @@ Every string taken from the report is escaped (pod and namespace names are user 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from migscope.analyzer._report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer._report.html.format import (
     STATUS_COLOURS,
@@ -129,10 +126,9 @@ def _source(report: ReportV1) -> str:
     provenance = report.provenance
     if provenance is None:
         return ""
-    source: Mapping[str, Any] = provenance.source
-    kind = source.get("kind", "?")
-    where = source.get("url") or source.get("path") or ", ".join(source.get("scenarios") or [])
-    return f" Source: {escape(kind)} {escape(where)}."
+    source = provenance.source
+    where = source.url or source.path or ", ".join(source.scenarios or [])
+    return f" Source: {escape(source.kind)} {escape(where)}."
 
 
 def render_html(report: ReportV1, *, title: str = "migscope report") -> str:

@@ -64,8 +64,8 @@ def _hourly(s: SliceV1) -> list[float | None] | None:
 
     Older reports kept it in the evidence (``activity_hourly``); it is read there too.
     """
-    series = s.hourly.activity if s.hourly is not None else s.evidence.get("activity_hourly")
-    if not isinstance(series, list) or not series:
+    series = s.hourly.activity if s.hourly is not None else s.evidence.activity_hourly
+    if not series:
         return None
     return [number(v) for v in series]
 
@@ -87,15 +87,16 @@ def columns_of(report: ReportV1, slices: Sequence[SliceV1]) -> Columns:
 def slice_activity(s: SliceV1, cols: Columns) -> list[float | None]:
     """The slice's row: activity per hour, or its p50, p95 and max (None where unknown)."""
     if cols.kind == "window-stats":
-        return [number(s.evidence.get(f"activity_{c}")) for c in _STATS]
+        e = s.evidence
+        return [number(v) for v in (e.activity_p50, e.activity_p95, e.activity_max)]
     series = _hourly(s) or []
     return (series + [None] * cols.count)[: cols.count]
 
 
 def memory_share(s: SliceV1) -> float | None:
     """p95 memory held as a share of the slice's memory, or None when unknown."""
-    used = number(s.evidence.get("memory_p95_bytes"))
-    total = number(s.evidence.get("memory_total_bytes"))
+    used = number(s.evidence.memory_p95_bytes)
+    total = number(s.evidence.memory_total_bytes)
     if used is None or total is None or total <= 0:
         return None
     return used / total
@@ -128,8 +129,8 @@ def node_memory(slices: Sequence[SliceV1]) -> float | None:
     """A node's p95 memory held over its slices' memory, or None when unknown."""
     used = total = 0.0
     for s in slices:
-        u = number(s.evidence.get("memory_p95_bytes"))
-        t = number(s.evidence.get("memory_total_bytes"))
+        u = number(s.evidence.memory_p95_bytes)
+        t = number(s.evidence.memory_total_bytes)
         if u is not None and t is not None and t > 0:
             used, total = used + u, total + t
     return used / total if total > 0 else None
@@ -193,8 +194,8 @@ def heat_grid(
 def _slice_label(s: SliceV1) -> str:
     tip = (
         f"{s.status} · held by {owner_text(s)} · p95 activity "
-        f"{pct(s.evidence.get('activity_p95'))} · p95 memory "
-        f"{gib(s.evidence.get('memory_p95_bytes'))} of {gib(s.evidence.get('memory_total_bytes'))}"
+        f"{pct(s.evidence.activity_p95)} · p95 memory "
+        f"{gib(s.evidence.memory_p95_bytes)} of {gib(s.evidence.memory_total_bytes)}"
     )
     who = f" · {s.namespace}/{s.pod}" if s.pod is not None else ""
     text = f"GPU {s.gpu} · GI {s.gpu_instance_id} · {s.profile}{who}"

@@ -108,8 +108,8 @@ def sortable_table(
 
 
 def _memory_cell(s: SliceV1) -> Cell:
-    used = number(s.evidence.get("memory_p95_bytes"))
-    total = number(s.evidence.get("memory_total_bytes"))
+    used = number(s.evidence.memory_p95_bytes)
+    total = number(s.evidence.memory_total_bytes)
     if used is None:
         return ("n/a", -1.0)
     share = f" ({used / total * 100:.0f}%)" if total else ""
@@ -178,7 +178,7 @@ def idle_table(slices: Sequence[SliceV1], *, price: float | None) -> str:
     def cells(s: SliceV1) -> list[Cell]:
         out: list[Cell] = [
             *_id_cells(s),
-            pct(s.evidence.get("activity_p95")),
+            pct(s.evidence.activity_p95),
             _memory_cell(s),
             _wasted_cell(s),
         ]
@@ -211,7 +211,7 @@ def mis_sized_table(slices: Sequence[SliceV1]) -> str:
             [
                 *_id_cells(s),
                 escape(s.demand_profile or s.suggested_profile or "—"),
-                pct(s.evidence.get("activity_p95")),
+                pct(s.evidence.activity_p95),
                 _memory_cell(s),
                 _wasted_cell(s),
                 escape(s.reason) + (f"<br>{escape(advice)}" if (advice := resize_text(s)) else ""),
@@ -242,10 +242,10 @@ def all_slices_table(slices: Sequence[SliceV1]) -> str:
         (
             [
                 *_id_cells(s),
-                pct(s.evidence.get("activity_p95")),
-                pct(s.evidence.get("activity_max")),
+                pct(s.evidence.activity_p95),
+                pct(s.evidence.activity_max),
                 _memory_cell(s),
-                pct(s.evidence.get("coverage")),
+                pct(s.evidence.coverage),
                 _wasted_cell(s),
                 f"{s.confidence:.2f}",
             ]
