@@ -6,7 +6,7 @@ it passes the plugin's stderr straight to ours when our stdout is a terminal, an
 plugin fails the loader logs ``exec: process returned N. <its stderr>`` at ERROR through the
 root logger, which Python prints on stderr: a plugin that printed a token (debug output) had
 it shown. A plugin that hangs hung ``migscope apply`` and ``analyze --pending-pods on`` with
-no output. :mod:`migscope.kube._config` now runs the plugin itself, with stdin closed, stderr
+no output. :mod:`migscope.kube._credentials` now runs the plugin itself, with stdin closed, stderr
 discarded and the command's time limit, and reports a failure as one line naming the plugin.
 
 The plugins are real scripts written in ``tmp_path``; the API is
@@ -37,7 +37,7 @@ from applier.test_apply_cli import _report
 from support.kubeapi import KubeApiServer
 
 from migscope.kube import ApiError, Kube, KubeConfigError, api_client
-from migscope.kube._config import DEFAULT_EXEC_TIMEOUT_S
+from migscope.kube._credentials import DEFAULT_EXEC_TIMEOUT_S
 
 MIGSCOPE = str(Path(sys.executable).with_name("migscope"))
 TOKEN = "plugin-T0ken-4e1f"

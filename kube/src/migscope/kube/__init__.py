@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         TooManyRequests,
         now_rfc3339,
     )
-    from migscope.kube._config import KubeConfigError, api_client
+    from migscope.kube._credentials import KubeConfigError, api_client
 
 _HOME = {
     "ApiError": "_client",
@@ -40,8 +40,8 @@ _HOME = {
     "ReadOnlyKube": "_client",
     "TooManyRequests": "_client",
     "now_rfc3339": "_client",
-    "KubeConfigError": "_config",
-    "api_client": "_config",
+    "KubeConfigError": "_credentials",
+    "api_client": "_credentials",
 }
 """Each exported name's module (under ``migscope.kube``)."""
 
