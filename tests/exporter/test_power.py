@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migscope.exporter._power import SliceLoad, split_power
+from migscope.exporter._slice_power import SliceLoad, split_power
 
 slices = st.lists(
     st.builds(

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from migscope.exporter._backends.base import Backend, BackendError, BackendReading
-from migscope.exporter._power import SliceLoad, split_power
+from migscope.exporter._slice_power import SliceLoad, split_power
 from migscope.exporter._snapshot import (
     ActiveSeconds,
     Activity,
@@ -123,7 +123,7 @@ class Sampler:
             needs ≥ 0.1 s between two GPM samples).
         energy_interval: Seconds between reads of the energy counter (≈3 ms per GPU).
         idle_watts: Idle board power per GPU for the power split; by default the lowest
-            power seen on that GPU since start (see :mod:`migscope.exporter._power`).
+            power seen on that GPU since start (see :mod:`migscope.exporter._slice_power`).
         clock: Monotonic seconds (injectable).
         wall: Unix seconds for snapshot timestamps (injectable).
     """

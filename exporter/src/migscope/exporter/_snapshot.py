@@ -93,7 +93,7 @@ class MigReading:
             plugin hands to pods and the kubelet reports.
         profile: Profile name (``3g.71gb``).
         power_estimated_watts: The slice's estimated share of the GPU's measured power
-            (``migscope.exporter._power``); None when the GPU's power is unknown.
+            (``migscope.exporter._slice_power``); None when the GPU's power is unknown.
         energy_estimated_joules: That estimate integrated since the exporter first saw the slice.
         memory_reserved_bytes: Framebuffer the driver reserves on the slice
             (``nvmlMemory_v2_t.reserved``; ``total = used + free + reserved``); None where the
