@@ -233,6 +233,7 @@ EXPORTED: dict[str, list[str]] = {
         "pending_demand",
         "read_trend",
         "run",
+        "snapshot_sentence",
         "write_report",
         "write_reports",
     ],

@@ -19,7 +19,7 @@ from migscope.analyzer._analysis import run
 from migscope.analyzer._intake.file import FileSource
 from migscope.analyzer._intake.simulation import SimulationSource
 from migscope.analyzer._options import AnalyzeOptions
-from migscope.analyzer._report import render_csv, render_markdown, validate_report
+from migscope.analyzer._report import build_report, render_csv, render_markdown, validate_report
 from migscope.analyzer._result import AnalysisResult
 from migscope.cli.summary import summary_lines
 
@@ -33,7 +33,7 @@ def demo() -> AnalysisResult:
 
 def test_a_snapshot_says_what_it_covers() -> None:
     result = run(FileSource(str(ONCE)), AnalyzeOptions())
-    first = summary_lines(result)[0]
+    first = summary_lines(build_report(result))[0]
     assert "over a 168 h window (1 min of data seen)" in first, first
     idle = [s for s in result.to_json()["slices"] if s["status"] == "idle"]
     assert idle
@@ -42,7 +42,7 @@ def test_a_snapshot_says_what_it_covers() -> None:
 
 
 def test_a_week_says_only_the_window(demo: AnalysisResult) -> None:
-    assert " over 168 h: " in summary_lines(demo)[0]
+    assert " over 168 h: " in summary_lines(build_report(demo))[0]
 
 
 def test_unallocated_hours_are_not_idle_hours(demo: AnalysisResult) -> None:
@@ -66,6 +66,6 @@ def test_csv_rows_agree_with_the_summary(demo: AnalysisResult) -> None:
     current = sum(1 for r in rows if r["current"] == "True")
     history = len(rows) - current
     assert history > 0, "the demo re-partitions on day 3"
-    assert summary_lines(demo)[0].startswith(
+    assert summary_lines(build_report(demo))[0].startswith(
         f"{current} slices (+{history} history-only, in slices.csv) on "
     )

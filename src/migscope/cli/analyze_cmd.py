@@ -327,7 +327,7 @@ def write_outputs(
         except OSError as exc:
             raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
         if fmt is None:
-            for line in summary_lines(result):
+            for line in summary_lines(report):
                 click.echo(line)
             for path in written.values():
                 click.echo(f"  {path}")

@@ -58,7 +58,7 @@ def demo(
     prometheus_embedded: bool,
 ) -> None:
     """Simulate a week of a small MIG fleet, analyse it, and write the reports."""
-    from migscope.analyzer import run, write_reports
+    from migscope.analyzer import build_report, run, write_reports
 
     began = time.monotonic()
     window_s = parse_window(window)
@@ -78,11 +78,12 @@ def demo(
     )
     options = AnalyzeOptions(window_s=window_s, price_per_gpu_hour=price_per_gpu_hour, progress=say)
     result = run(source, options)
+    report = build_report(result)
     try:
-        written = write_reports(result, out_dir)
+        written = write_reports(result, out_dir, report=report)
     except OSError as exc:
         raise InvalidInput(f"{out_dir}: cannot write reports: {exc.strerror or exc}") from exc
-    for line in summary_lines(result):
+    for line in summary_lines(report):
         click.echo(line)
     click.echo("Wrote:")
     for path in written.values():

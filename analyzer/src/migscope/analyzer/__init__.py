@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from migscope.analyzer._intake.stats_promql.result import StatsMode
     from migscope.analyzer._intake.workload_owners import cluster_owners, kube_state_metrics_owners
     from migscope.analyzer._judge.policy import Policy, load_policy
+    from migscope.analyzer._judge.safety import snapshot_sentence
     from migscope.analyzer._judge.workloads import OwnerLookup, PodOwners, merge_owners
     from migscope.analyzer._options import (
         DEFAULT_HEADROOM,
@@ -55,6 +56,7 @@ _HOME = {
     "STATS_MODES": "_options",
     "Policy": "_judge.policy",
     "load_policy": "_judge.policy",
+    "snapshot_sentence": "_judge.safety",
     "Format": "_report",
     "write_report": "_report",
     "write_reports": "_report",
@@ -116,6 +118,7 @@ __all__ = [
     "pending_demand",
     "read_trend",
     "run",
+    "snapshot_sentence",
     "write_report",
     "write_reports",
 ]

@@ -68,11 +68,8 @@ class History:
         return self.hours >= self.needed
 
     def sentence(self) -> str:
-        """What the report says when there is too little."""
-        return (
-            f"no change recommended: {_hours(self.hours)} of history, {_hours(self.needed)} "
-            "needed (policy evidence.min_history_hours); slices are classified as a snapshot"
-        )
+        """What the report says when there is too little (:func:`snapshot_sentence`)."""
+        return snapshot_sentence(self.hours, self.needed)
 
     def as_dict(self) -> dict[str, float | bool]:
         """JSON shape (report ``evidence``)."""
@@ -81,6 +78,18 @@ class History:
             "min_history_hours": self.needed,
             "enough_for_a_plan": self.enough,
         }
+
+
+def snapshot_sentence(hours: float, needed: float) -> str:
+    """What a report says when ``hours`` of history are below the ``needed`` minimum.
+
+    One wording for the analysis' note (:meth:`History.sentence`) and for what reads a
+    report, which has only its ``evidence`` numbers (the Markdown report, the CLI's summary).
+    """
+    return (
+        f"no change recommended: {_hours(hours)} of history, {_hours(needed)} "
+        "needed (policy evidence.min_history_hours); slices are classified as a snapshot"
+    )
 
 
 def _hours(value: float) -> str:
