@@ -7,8 +7,8 @@ on the same validated report, at several fleet sizes, and prints the ratios old 
 
 * **Input**: :func:`support.planted_fleet.planted_fleet` (planted week statistics with
   168 hours of activity per slice, analysed by the real pipeline), then
-  :func:`migscope.analyzer._report.report_data` and ``validate_report``: what
-  ``migscope analyze --out`` renders.
+  :func:`migscope.analyzer._report.build_report`: what ``migscope analyze --out``
+  renders.
 * **Render**: the Python time of ``render_html`` (``render s``).
 * **Browser**: a fresh headless Chromium per page (Debian's ``chromium``), driven over the
   DevTools pipe (``tests/support/cdp.py``): ``DCL`` and ``load`` are the page's own
@@ -100,10 +100,10 @@ def measure(n: int, old: Callable[..., str], work: Path, timeout_s: float) -> di
     """Both pages of an ``n``-slice fleet: bytes, render time and browser timings."""
     from support.planted_fleet import planted_fleet
 
-    from migscope.analyzer._report import render_html, report_data, validate_report
+    from migscope.analyzer._report import build_report, render_html
 
     start = time.perf_counter()
-    report = validate_report(report_data(planted_fleet(n)))
+    report = build_report(planted_fleet(n))
     row: dict[str, Any] = {"slices": n, "analyse_s": time.perf_counter() - start}
     for name, render in (("old", old), ("new", render_html)):
         start = time.perf_counter()

@@ -13,12 +13,14 @@ import math
 
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer._report import render, render_csv, report_data
+from migscope.analyzer._report import build_report, render, render_csv
+from migscope.core._spec.v1 import report_json
 
 
 def test_pool_and_waste_columns_are_the_reports_and_add_up_to_the_headline() -> None:
     result = planted_fleet(120, seed=6)
-    data = report_data(result)
+    report = build_report(result)
+    data = report_json(report)
     rows = list(csv.DictReader(io.StringIO(render_csv(result), newline="")))
     assert len(rows) == len(data["slices"])
     for row, entry in zip(rows, data["slices"], strict=True):
@@ -34,4 +36,4 @@ def test_pool_and_waste_columns_are_the_reports_and_add_up_to_the_headline() -> 
     assert headline > 0
     assert math.isclose(total, headline, abs_tol=0.0001 * len(rows) + 0.05)
     assert any(r["pool"] for r in rows)
-    assert render(result, "csv") == render_csv(result, data)
+    assert render(result, "csv") == render_csv(result, report)

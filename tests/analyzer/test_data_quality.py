@@ -49,7 +49,8 @@ from migscope.analyzer._intake.stats_promql import remote_slice_stats
 from migscope.analyzer._model import SliceInfo, SliceKey, SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report import render
+from migscope.analyzer._report import build_report, render
+from migscope.core._spec.v1 import report_json
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCRAPE = FIXTURES / "migscope" / "sim-h200-node-once.txt"
@@ -595,7 +596,7 @@ def test_an_empty_coverage_answer_keeps_the_owners_and_the_gpu(
     assert by_slice[("n2", 1)].samples > 0
 
     result = analyze(iter(stats), window=(DAY_START, DAY_END), options=AnalyzeOptions(step_s=STEP))
-    report = result.to_json()
+    report = report_json(build_report(result))
     assert report["evidence"]["enough_for_a_plan"]  # n2's day of history: a plan is made
     row = next(s for s in report["slices"] if (s["node"], s["gpu_instance_id"]) == ("n1", 1))
     assert row["status"] == "unknown"

@@ -26,7 +26,7 @@ from support.report_page import Grid, decode_png, parse_page
 from migscope.analyzer._analysis import run
 from migscope.analyzer._intake.base import Source
 from migscope.analyzer._options import AnalyzeOptions
-from migscope.analyzer._report import render_html, report_data, validate_report, write_reports
+from migscope.analyzer._report import build_report, render_html, validate_report, write_reports
 from migscope.analyzer._report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
 from migscope.analyzer._report.html.png import LEVELS, UNKNOWN
 from migscope.analyzer._result import AnalysisResult
@@ -34,6 +34,7 @@ from migscope.cli.analyze_inputs import choose_source, parse_window
 from migscope.cli.demo_cmd import DEMO_FLEET
 from migscope.cli.main import cli
 from migscope.core._catalogue import find_model
+from migscope.core._spec.v1 import report_json
 
 HOSTILE_POD = "<script>alert('pod')</script>"
 HOSTILE_NS = '"><img src=x onerror=alert(1)>'
@@ -67,7 +68,7 @@ def result() -> AnalysisResult:
 
 @pytest.fixture(scope="module")
 def report(result: AnalysisResult) -> dict[str, Any]:
-    data = report_data(result)
+    data = report_json(build_report(result))
     assert data["recommendations"], "the demo fleet should need a layout change"
     return data
 
@@ -486,7 +487,7 @@ def test_a_week_is_not_a_snapshot(report: dict[str, Any]) -> None:
 def test_replay_table_has_the_what_if_layout() -> None:
     source = _demo_source()
     options = AnalyzeOptions(window_s=parse_window("2d"), what_if={"*": "all-balanced"})
-    data = report_data(run(source, options))
+    data = report_json(build_report(run(source, options)))
     page = render_html(validate_report(data))
     table = parse_page(page).tables["replay"]
     assert table.titles[-2:] == ["what-if: served", "short under the what-if"]

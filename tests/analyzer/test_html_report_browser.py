@@ -21,7 +21,8 @@ import pytest
 from support.cdp import CHROMIUM, Browser, Page
 from support.planted_fleet import planted_fleet
 
-from migscope.analyzer._report import render_html, report_data, validate_report
+from migscope.analyzer._report import build_report, render_html, validate_report
+from migscope.core._spec.v1 import report_json
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian package chromium not installed")
 
@@ -30,7 +31,7 @@ SLICES = 1000
 
 @pytest.fixture(scope="module")
 def data() -> dict[str, Any]:
-    return report_data(planted_fleet(SLICES))
+    return report_json(build_report(planted_fleet(SLICES)))
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ import pytest
 from support.planted_fleet import planted_fleet
 from support.report_page import Page, parse_page
 
-from migscope.analyzer._report import render_html, report_data, validate_report
+from migscope.analyzer._report import build_report, render_html, validate_report
 from migscope.analyzer._result import AnalysisResult
+from migscope.core._spec.v1 import report_json
 
 SLICES = 1000
 BYTES_PER_SLICE = 4096
@@ -32,7 +33,7 @@ def result() -> AnalysisResult:
 
 @pytest.fixture(scope="module")
 def data(result: AnalysisResult) -> dict[str, Any]:
-    return report_data(result)
+    return report_json(build_report(result))
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from support.report_page import parse_page
 
 from migscope.analyzer._report import (
     ReportExtras,
+    build_report,
     render_html,
-    report_data,
     validate_report,
     write_reports,
 )
@@ -33,6 +33,7 @@ from migscope.analyzer._report.grafana import (
 )
 from migscope.analyzer._report.trend import read_trend
 from migscope.cli.main import cli
+from migscope.core._spec.v1 import report_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,7 +106,7 @@ def test_a_report_that_breaks_the_contract_is_left_out(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def with_trend(runs: Path) -> tuple[dict[str, Any], str]:
     extras = ReportExtras(trend=read_trend(runs), grafana_url="https://grafana.example/g/")
-    data = report_data(planted_fleet(200, seed=3), extras)
+    data = report_json(build_report(planted_fleet(200, seed=3), extras))
     return data, render_html(validate_report(data))
 
 
@@ -159,7 +160,7 @@ def test_windows_of_other_lengths_compare_per_week(runs: Path) -> None:
     short = dict(trend.points[-1])
     short["window_hours"] = 84.0  # half a week: twice the waste per week
     extras = ReportExtras(trend=type(trend)((short,), ()))
-    data = report_data(planted_fleet(200, seed=3), extras)
+    data = report_json(build_report(planted_fleet(200, seed=3), extras))
     page = render_html(validate_report(data))
     totals = re.findall(r'<text class="total"[^>]*>([^<]*)</text>', page)
     assert totals[0] == f"{short['wasted_gpu_hours'] * 2:,.1f}"

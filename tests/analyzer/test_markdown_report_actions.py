@@ -17,16 +17,16 @@ from support.planted_fleet import planted_fleet
 
 from migscope.analyzer._report import (
     ReportExtras,
+    build_report,
     render_html,
     render_markdown,
-    report_data,
     validate_report,
     write_reports,
 )
 from migscope.analyzer._report.grafana import dashboard_uids
 from migscope.analyzer._report.next_step import next_step
 from migscope.analyzer._report.trend import per_week, read_trend
-from migscope.core._spec.v1 import ReportV1
+from migscope.core._spec.v1 import ReportV1, report_json
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReportV1, str, st
     for name, seed in (("20260105T060000Z", 1), ("20260112T060000Z", 2)):
         write_reports(planted_fleet(120, seed=seed), folder / name, formats=("json",))
     extras = ReportExtras(trend=read_trend(folder), grafana_url="https://grafana.example/g")
-    report = validate_report(report_data(planted_fleet(120, seed=3), extras))
+    report = build_report(planted_fleet(120, seed=3), extras)
     return report, render_markdown(report), render_html(report)
 
 
@@ -63,7 +63,7 @@ def test_next_step_has_the_pages_commands(reports: tuple[ReportV1, str, str]) ->
 
 
 def test_a_snapshot_says_to_wait_in_both_formats(tmp_path: Path) -> None:
-    data = report_data(planted_fleet(60, seed=4))
+    data = report_json(build_report(planted_fleet(60, seed=4)))
     data["evidence"] = {**data["evidence"], "enough_for_a_plan": False, "history_hours": 0.5}
     report = validate_report(data)
     assert next_step(report).kind == "snapshot"
@@ -90,7 +90,7 @@ def test_grafana_links_every_dashboard_over_the_window(
 
 
 def test_no_grafana_line_without_a_url() -> None:
-    report = validate_report(report_data(planted_fleet(60, seed=4)))
+    report = build_report(planted_fleet(60, seed=4))
     assert "Grafana" not in render_markdown(report)
 
 
@@ -125,7 +125,7 @@ def test_the_trend_table_and_the_change_since_the_last_run(
 
 
 def test_no_trend_section_without_earlier_runs() -> None:
-    report = validate_report(report_data(planted_fleet(60, seed=4)))
+    report = build_report(planted_fleet(60, seed=4))
     markdown = render_markdown(report)
     assert "## Waste of earlier runs" not in markdown
     assert "Since the run ending" not in markdown

@@ -20,11 +20,12 @@ from support.planted_slices import WEEK, planted_week
 from migscope.analyzer._model import Owner, SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report import render_csv, render_markdown, validate_report
+from migscope.analyzer._report import build_report, render_csv, render_markdown, validate_report
 from migscope.analyzer._report.csv_report import CSV_COLUMNS
 from migscope.analyzer._result import AnalysisResult
 from migscope.core._catalogue import find_model
 from migscope.core._layout import is_valid
+from migscope.core._spec.v1 import report_json
 
 H200 = find_model("H200-141GB")
 BALANCED = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
@@ -99,7 +100,7 @@ def _tables(markdown: str) -> list[list[str]]:
 
 
 def test_markdown_rows_keep_their_columns(result: AnalysisResult) -> None:
-    md = render_markdown(validate_report(result.to_json()))
+    md = render_markdown(build_report(result))
     tables = _tables(md)
     assert tables
     for table in tables:
@@ -109,7 +110,7 @@ def test_markdown_rows_keep_their_columns(result: AnalysisResult) -> None:
 
 
 def test_markdown_names_are_on_one_line_and_read_back(result: AnalysisResult) -> None:
-    md = render_markdown(validate_report(result.to_json()))
+    md = render_markdown(build_report(result))
     # Every line break of a name became a space: no line starts with a name's remainder.
     lines = md.splitlines()
     assert "b" not in lines
@@ -128,7 +129,7 @@ def test_markdown_names_are_on_one_line_and_read_back(result: AnalysisResult) ->
 
 
 def test_the_recommendation_heading_is_one_line(result: AnalysisResult) -> None:
-    data = result.to_json()
+    data = report_json(build_report(result))
     assert NODE in [r["node"] for r in data["recommendations"]]
     md = render_markdown(validate_report(data))
     headings = [line for line in md.splitlines() if line.startswith("### ")]

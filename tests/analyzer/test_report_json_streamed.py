@@ -15,28 +15,29 @@ from pathlib import Path
 from support.planted_fleet import planted_fleet
 
 from migscope.analyzer._report import (
+    build_report,
     json_text,
-    report_data,
     validate_report,
     write_report,
     write_reports,
 )
+from migscope.core._spec.v1 import report_json
 
 
 def test_the_streamed_json_is_the_text_byte_for_byte(tmp_path: Path) -> None:
     result = planted_fleet(60, seed=5)
-    data = report_data(result)
+    report = build_report(result)
     stream = io.StringIO()
-    write_report(result, "json", stream, data=data)
-    assert stream.getvalue() == json_text(data)
+    write_report(result, "json", stream, report=report)
+    assert stream.getvalue() == json_text(report)
     written = write_reports(result, tmp_path, formats=("json",))
-    assert written["json"].read_text(encoding="utf-8") == json_text(data)
+    assert written["json"].read_text(encoding="utf-8") == json_text(report)
     validate_report(json.loads(stream.getvalue()))
 
 
 def test_hourly_buckets_are_rounded_to_six_decimals() -> None:
     result = planted_fleet(60, seed=5)
-    data = report_data(result)
+    data = report_json(build_report(result))
     by_key = {
         (s.stats.info.key.node, s.stats.info.key.gpu, s.stats.info.key.gpu_instance_id): s
         for s in result.slices

@@ -19,7 +19,7 @@ from migscope.analyzer._analysis import run
 from migscope.analyzer._intake.file import FileSource
 from migscope.analyzer._intake.simulation import SimulationSource
 from migscope.analyzer._options import AnalyzeOptions
-from migscope.analyzer._report import build_report, render_csv, render_markdown, validate_report
+from migscope.analyzer._report import build_report, render_csv, render_markdown
 from migscope.analyzer._result import AnalysisResult
 from migscope.cli.summary import summary_lines
 
@@ -35,10 +35,10 @@ def test_a_snapshot_says_what_it_covers() -> None:
     result = run(FileSource(str(ONCE)), AnalyzeOptions())
     first = summary_lines(build_report(result))[0]
     assert "over a 168 h window (1 min of data seen)" in first, first
-    idle = [s for s in result.to_json()["slices"] if s["status"] == "idle"]
+    idle = [s for s in build_report(result).slices if s.status == "idle"]
     assert idle
-    assert all("of the 1 min it was seen, but unused" in s["reason"] for s in idle)
-    assert not any("of the window" in s["reason"] for s in idle)
+    assert all("of the 1 min it was seen, but unused" in s.reason for s in idle)
+    assert not any("of the window" in s.reason for s in idle)
 
 
 def test_a_week_says_only_the_window(demo: AnalysisResult) -> None:
@@ -57,7 +57,7 @@ def test_unallocated_hours_are_not_idle_hours(demo: AnalysisResult) -> None:
     assert sum(r["wasted_gpu_hours"] for r in rows.values()) == pytest.approx(
         sav["wasted_gpu_hours"], abs=1e-3
     )
-    md = render_markdown(validate_report(demo.to_json()))
+    md = render_markdown(build_report(demo))
     assert "| namespace | slices | idle GPU-h | unallocated GPU-h | oversized GPU-h |" in md
 
 

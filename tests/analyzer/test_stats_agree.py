@@ -34,7 +34,9 @@ from migscope.analyzer._intake.stats_promql import RemoteSliceStats, remote_slic
 from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
 from migscope.core._migparted import check_config, emit_config, parse_config
+from migscope.core._spec.v1 import report_json
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the grid, well clear of "now"
@@ -352,7 +354,7 @@ def test_planted_truths_come_out(case: Case) -> None:
 def test_the_analysis_finds_the_planted_slices_through_the_server(case: Case) -> None:
     """End to end from a real PromQL engine: statistics -> classification -> a valid plan."""
     result = analyze(iter(case.remote), window=(START, END), options=AnalyzeOptions(step_s=STEP))
-    report = result.to_json()
+    report = report_json(build_report(result))
     status = {(s["node"], s["gpu"], s["gpu_instance_id"]): s["status"] for s in report["slices"]}
     assert status[("gpu-a", 0, 1)] == "idle"
     assert status[("gpu-a", 0, 3)] == "unallocated"

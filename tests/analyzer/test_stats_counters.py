@@ -57,6 +57,7 @@ from migscope.analyzer._intake.stats_promql.queries import Queries
 from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)  # on the hour, clear of VM's latency offset
@@ -416,11 +417,11 @@ def test_the_analysis_does_not_call_a_bursty_slice_idle(run: Run) -> None:
     result = analyze(
         iter(run.exact["mixed"]), window=(START, END), options=AnalyzeOptions(step_s=STEP)
     )
-    status = {s["gpu_instance_id"]: s["status"] for s in result.to_json()["slices"]}
+    status = {s.gpu_instance_id: s.status for s in build_report(result).slices}
     assert status[1] != "idle"  # the gauge alone says 0 % all week
     gauge_only = [_zeroed(s) for s in run.exact["mixed"]]
     fooled = analyze(iter(gauge_only), window=(START, END), options=AnalyzeOptions(step_s=STEP))
-    assert {s["gpu_instance_id"]: s["status"] for s in fooled.to_json()["slices"]}[1] == "idle"
+    assert {s.gpu_instance_id: s.status for s in build_report(fooled).slices}[1] == "idle"
 
 
 def _zeroed(stats: SliceStats) -> SliceStats:

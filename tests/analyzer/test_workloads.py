@@ -31,7 +31,7 @@ from migscope.analyzer._judge.workloads import (
     owners_from_pods,
 )
 from migscope.analyzer._options import AnalyzeOptions
-from migscope.analyzer._report import validate_report, write_reports
+from migscope.analyzer._report import build_report, validate_report, write_reports
 from migscope.cli.main import cli
 
 TOKEN = "owners-token"
@@ -129,7 +129,7 @@ def test_idle_holders_are_named_with_their_workload(demo: dict[str, Any]) -> Non
 
 def test_a_snapshot_changes_no_request() -> None:
     result = run(SimulationSource(["h200-node"]), AnalyzeOptions(window_s=3600.0))
-    assert result.to_json()["request_changes"] is None
+    assert build_report(result).request_changes is None
 
 
 @pytest.mark.parametrize(

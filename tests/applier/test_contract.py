@@ -29,11 +29,13 @@ from applier.cluster import BALANCED, Cluster, provenance, running_cluster
 from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
 from migscope.applier._plan import NO_EVIDENCE, PlanError, load_plan, plan_from_report
 from migscope.core._catalogue import find_model
 from migscope.core._disruption import violations
 from migscope.core._layout import is_valid
 from migscope.core._migparted import MigPartedConfig, emit_config
+from migscope.core._spec.v1 import report_json
 
 H200 = find_model("H200-141GB")
 
@@ -55,7 +57,9 @@ def reports(draw: st.DrawFn) -> dict[str, Any]:
         for gpu in (0, 1)
         for gi, placed in enumerate(PLACED)
     ]
-    data = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)).to_json()
+    data = report_json(
+        build_report(analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0)))
+    )
     data["provenance"] = _fresh()
     return data
 
@@ -125,9 +129,10 @@ def _reclaimable() -> dict[str, Any]:
         for role in ["unallocated" if (node, gpu) == ("gpu-a", 1) else "busy"]
     ]
     # No headroom: nothing needs gpu-a/1's instances, so the plan parks (empties) it.
-    data = analyze(
+    result = analyze(
         slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0, headroom=0.0)
-    ).to_json()
+    )
+    data = report_json(build_report(result))
     data["provenance"] = _fresh()
     assert [r["gpus_recreated"] for r in data["recommendations"]] == [[1]]
     return data

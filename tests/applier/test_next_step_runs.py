@@ -22,10 +22,10 @@ from applier.test_apply_cli import _kubeconfig
 from applier.test_contract import PLACED, _fresh, _slice
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report import write_reports
+from migscope.analyzer._report import build_report, write_reports
 from migscope.analyzer._report.next_step import next_step
 from migscope.cli.main import cli
-from migscope.core._spec.v1 import ReportV1
+from migscope.core._spec.v1 import ReportV1, report_json
 
 
 def _week() -> list:  # type: ignore[type-arg]
@@ -49,11 +49,12 @@ def test_the_printed_next_step_applies_the_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     result = analyze(_week(), window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0))
-    data = result.to_json()
+    data = report_json(build_report(result))
     data["provenance"] = _fresh()
     out = tmp_path / "report"
-    write_reports(result, out, formats=("json", "md"), data=data)
-    step = next_step(ReportV1.model_validate(data))
+    report = ReportV1.model_validate(data)
+    write_reports(result, out, formats=("json", "md"), report=report)
+    step = next_step(report)
     assert step.kind == "apply"
     dry, first = step.commands
     assert (out / shlex.split(dry)[-1]).is_file()  # the file it names is the one written

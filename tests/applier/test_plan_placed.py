@@ -96,9 +96,9 @@ def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
     from applier.test_contract import _fresh, _slice
     from migscope.analyzer._options import AnalyzeOptions
     from migscope.analyzer._pipeline import analyze
-    from migscope.analyzer._report import write_reports
-    from migscope.analyzer._report.data import report_data
+    from migscope.analyzer._report import build_report, validate_report, write_reports
     from migscope.applier._plan import load_plan
+    from migscope.core._spec.v1 import report_json
 
     slices = [
         _slice("gpu-a", 0, 1, "3g.71gb", 4, "busy"),
@@ -106,9 +106,9 @@ def test_the_report_places_each_pod_on_its_gpus(tmp_path: Path) -> None:
         _slice("gpu-a", 1, 2, "2g.35gb", 0, "idle"),
     ]
     result = analyze(slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0))
-    data = report_data(result)
+    data = report_json(build_report(result))
     data["provenance"] = _fresh()
-    write_reports(result, tmp_path, formats=("json",), data=data)
+    write_reports(result, tmp_path, formats=("json",), report=validate_report(data))
     written = json.loads((tmp_path / "report.json").read_text())
     plan = load_plan(tmp_path / "report.json")
     placed = {c.node: dict(c.placed) for c in plan.nodes}

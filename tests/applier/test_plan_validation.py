@@ -25,11 +25,13 @@ from support.planted_slices import WEEK, planted_week
 from applier.cluster import BALANCED, TARGET, TWO_3G, running_cluster
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
 from migscope.applier._plan import PlanError, PlanRefused, load_plan, plan_from_report
 from migscope.cli.main import cli
 from migscope.core._catalogue import find_model
 from migscope.core._layout import is_valid
 from migscope.core._migparted import MigPartedConfig, emit_config
+from migscope.core._spec.v1 import report_json
 
 TOKEN = "t0ken"
 H200 = find_model("H200-141GB")
@@ -243,9 +245,10 @@ def test_the_analyzers_own_report_reads() -> None:
         for gi, p in enumerate(placed)
         for role in ["unallocated" if (node, gpu) == ("gpu-a", 1) else "busy"]
     ]
-    data = analyze(
+    result = analyze(
         slices, window=(0.0, WEEK), options=AnalyzeOptions(time_limit_s=2.0, headroom=0.0)
-    ).to_json()
+    )
+    data = report_json(build_report(result))
     assert data["recommendations"]
     plan = plan_from_report(copy.deepcopy(data), "the analysis")
     assert [c.node for c in plan.nodes] == [r["node"] for r in data["recommendations"]]

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Literal, TextIO
 
 from migscope.analyzer._judge.workloads import REQUEST_CHANGES_FILE, patch_documents
 from migscope.analyzer._report.csv_report import CSV_COLUMNS, render_csv
-from migscope.analyzer._report.data import ReportExtras, build_report, report_data
+from migscope.analyzer._report.data import ReportExtras, build_report
 from migscope.analyzer._report.files import replace_files
 from migscope.analyzer._report.html import render_html
 from migscope.analyzer._report.json_report import json_text, write_json
@@ -51,7 +51,6 @@ __all__ = [
     "render_csv",
     "render_html",
     "render_markdown",
-    "report_data",
     "validate_report",
     "write_report",
     "write_reports",
@@ -75,26 +74,16 @@ def _report_of(
     result: AnalysisResult,
     *,
     report: ReportV1 | None = None,
-    data: Mapping[str, Any] | None = None,
     extras: ReportExtras | None = None,
 ) -> ReportV1:
-    """``report`` when given, else ``data`` validated, else :func:`build_report` of ``result``.
-
-    ``data`` is the report as JSON data (:func:`report_data`, a parsed ``report.json``), for
-    callers that hold it as such.
-    """
-    if report is not None:
-        return report
-    if data is not None:
-        return validate_report(data)
-    return build_report(result, extras)
+    """``report`` when given, else :func:`build_report` of ``result``."""
+    return report if report is not None else build_report(result, extras)
 
 
 def render(
     result: AnalysisResult,
     fmt: Format,
     *,
-    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
     extras: ReportExtras | None = None,
 ) -> str:
@@ -104,7 +93,7 @@ def render(
         pydantic.ValidationError: the analysis breaks the report contract (a bug).
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    report = _report_of(result, report=report, data=data, extras=extras)
+    report = _report_of(result, report=report, extras=extras)
     if fmt == "csv":
         return render_csv(result, report)
     if fmt == "json":
@@ -117,7 +106,6 @@ def write_report(
     fmt: Format,
     stream: TextIO,
     *,
-    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
     extras: ReportExtras | None = None,
 ) -> None:
@@ -125,7 +113,7 @@ def write_report(
 
     Why: the JSON as one string is most of a run's peak memory at fleet scale.
     """
-    report = _report_of(result, report=report, data=data, extras=extras)
+    report = _report_of(result, report=report, extras=extras)
     if fmt != "json":
         stream.write(render(result, fmt, report=report))
         return
@@ -138,7 +126,6 @@ def write_reports(
     *,
     formats: Iterable[Format] = ("json", "md", "csv", "html"),
     extras: ReportExtras | None = None,
-    data: Mapping[str, Any] | None = None,
     report: ReportV1 | None = None,
 ) -> dict[str, Path]:
     """Write the reports, the mig-parted config and the node plan into ``out``, whole.
@@ -160,7 +147,7 @@ def write_reports(
         OSError: the directory cannot be created or written (it is then as it was).
         GrafanaUrlError: ``extras.grafana_url`` is not a plain http(s) address.
     """
-    report = _report_of(result, report=report, data=data, extras=extras)
+    report = _report_of(result, report=report, extras=extras)
     plan = node_plan(result, report)
     validate_node_plan(plan)  # the applier's input: a contract break fails here, not there
     contents: dict[str, Callable[[TextIO], object]] = {}

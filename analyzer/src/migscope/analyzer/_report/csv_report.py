@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from migscope.analyzer._report.data import build_report
 from migscope.analyzer._result import AnalysisResult
-from migscope.core import ReportV1, SliceV1, validate_report
+from migscope.core import ReportV1, SliceV1
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """First characters a spreadsheet may read as a formula (with their full-width forms, which
@@ -76,14 +75,14 @@ def neutralise(value: _T) -> _T | str:
     return value
 
 
-def render_csv(result: AnalysisResult, report: ReportV1 | Mapping[str, Any] | None = None) -> str:
+def render_csv(result: AnalysisResult, report: ReportV1 | None = None) -> str:
     r"""One row per slice (history-only slices included, ``current`` says which).
 
     Args:
         result: The analysis.
-        report: Its report (:func:`~.data.build_report`, or its JSON data), when the caller
-            has it already: the rows are its slices, so pool and waste are the report's own
-            numbers.
+        report: Its report (:func:`~.data.build_report`), when the caller has it already
+            (else it is built): the rows are its slices, so pool and waste are the report's
+            own numbers.
 
     Text cells are neutralised (:func:`neutralise`). The csv module quotes a cell holding a
     ``\n`` but not one holding a lone ``\r``, which readers take for the end of the row,
@@ -91,8 +90,6 @@ def render_csv(result: AnalysisResult, report: ReportV1 | Mapping[str, Any] | No
     """
     if report is None:
         report = build_report(result)
-    elif not isinstance(report, ReportV1):
-        report = validate_report(report)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     quoting = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)

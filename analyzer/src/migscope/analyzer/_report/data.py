@@ -7,20 +7,19 @@ adds what a reader acts on and the analysis cannot know or should not compute pe
 :func:`~migscope.analyzer._savings.slice_wasted_gpu_hours`, the function the headline total is
 summed from; the trend of earlier runs, :mod:`.trend`; where Grafana is, :mod:`.grafana`),
 and validates it against :class:`~migscope.core._spec.v1.ReportV1`. Every writer (JSON,
-Markdown, HTML, CSV, the node plan, the mig-parted file, the request changes) reads that
-model, so whatever the HTML page shows is in ``report.json`` too.
+Markdown, HTML, CSV, the node plan, the mig-parted file, the request changes, the CLI's
+summary) reads that model, so whatever the HTML page shows is in ``report.json`` too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from migscope.analyzer._report.grafana import grafana_section
 from migscope.analyzer._report.trend import Trend
 from migscope.analyzer._result import AnalysisResult
 from migscope.analyzer._savings import slice_wasted_gpu_hours
-from migscope.core import ReportV1, report_json, validate_report
+from migscope.core import ReportV1, validate_report
 
 
 @dataclass(frozen=True)
@@ -62,8 +61,3 @@ def build_report(result: AnalysisResult, extras: ReportExtras | None = None) -> 
     if extras.grafana_url is not None:
         data["grafana"] = grafana_section(extras.grafana_url)
     return validate_report(data)
-
-
-def report_data(result: AnalysisResult, extras: ReportExtras | None = None) -> dict[str, Any]:
-    """:func:`build_report` as JSON data (``report.json`` parsed), for scripts and tests."""
-    return report_json(build_report(result, extras))

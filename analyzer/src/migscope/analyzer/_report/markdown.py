@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from migscope.analyzer._judge.claims import holder_text, resize_text
+from migscope.analyzer._judge.safety import snapshot_sentence
 from migscope.analyzer._report.grafana import DASHBOARD_TITLES, DashboardLinks
 from migscope.analyzer._report.next_step import next_step
 from migscope.analyzer._report.trend import per_week, waste_change
@@ -305,16 +306,9 @@ def _trend_lines(report: ReportV1) -> list[str]:
 
 
 def _snapshot_sentence(evidence: EvidenceV1) -> str:
-    """Why a snapshot recommends no change (the words of the analysis' own note)."""
-    return (
-        f"No change recommended: {_span(evidence.history_hours)} of history, "
-        f"{_span(evidence.min_history_hours)} needed (policy evidence.min_history_hours); "
-        "slices are classified as a snapshot."
-    )
-
-
-def _span(hours: float) -> str:
-    return f"{hours * 60:.0f} min" if hours < 1.0 else f"{hours:.1f} h"
+    """Why a snapshot recommends no change: the analysis' own note, as a sentence."""
+    words = snapshot_sentence(evidence.history_hours, evidence.min_history_hours)
+    return f"{words[:1].upper()}{words[1:]}."
 
 
 def _replay_lines(all_pools: list[PoolV1], what_if: WhatIfV1 | None) -> list[str]:

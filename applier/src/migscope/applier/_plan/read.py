@@ -100,7 +100,7 @@ def load_plan(path: str | os.PathLike[str]) -> ApplyPlan:
 
 
 def plan_from_report(data: Mapping[str, Any], source: str = "report") -> ApplyPlan:
-    """The plan in a report (``AnalysisResult.to_json()`` or a parsed ``report.json``).
+    """The plan in a report: a parsed ``report.json``, or ``report_json(build_report(result))``.
 
     Args:
         data: The report.
