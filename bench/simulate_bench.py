@@ -73,6 +73,7 @@ def child(nodes: int, mode: str, path: str) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "tests"))
     from support.sim_reference import reference_slices
 
+    from migscope.analyzer._intake.base import local_stats
     from migscope.analyzer._intake.simulation import simulate_slices, simulation_window
     from migscope.analyzer._intake.stats_local import SliceSeries
     from migscope.analyzer._pipeline import analyze
@@ -94,7 +95,8 @@ def child(nodes: int, mode: str, path: str) -> dict[str, Any]:
     started = time.perf_counter()
     slices = counting(make(sim, window_s=WEEK, step_s=STEP))
     if mode == "analyze":
-        result = analyze(slices, window=simulation_window(sim, window_s=WEEK))
+        window = simulation_window(sim, window_s=WEEK)
+        result = analyze(local_stats(slices, window, STEP), window=window)
         assert len(result.slices) == counted["slices"]
     else:
         for _ in slices:

@@ -37,6 +37,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer, requires_victoria
 
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.dialect import (
     MIB,
     NoMigSeriesError,
@@ -188,7 +189,10 @@ def by_gi(slices: list[SliceSeries]) -> dict[int, SliceSeries]:
 
 
 def analysed(slices: list[SliceSeries]) -> dict[int, Status]:
-    result = analyze(iter(slices), window=(T - 60, T), options=AnalyzeOptions(step_s=60))
+    window = (T - 60, T)
+    result = analyze(
+        local_stats(slices, window, 60), window=window, options=AnalyzeOptions(step_s=60)
+    )
     return {r.stats.info.key.gpu_instance_id: r.status for r in result.slices}
 
 
@@ -271,7 +275,10 @@ def test_an_uncatalogued_profile_keeps_the_slice_and_says_why_in_markdown(
     assert slice_.activity is not None
     assert slice_.activity.values.tolist() == [0.0]
     assert slice_.memory_total_bytes == (13 + 9843) * MIB  # measured: the catalogue has no size
-    result = analyze(iter([slice_]), window=(T - 60, T), options=AnalyzeOptions(step_s=60))
+    window = (T - 60, T)
+    result = analyze(
+        local_stats([slice_], window, 60), window=window, options=AnalyzeOptions(step_s=60)
+    )
     assert [(r.stats.info.profile, r.current) for r in result.slices] == [("7g.79gb", True)]
     assert result.slices[0].stats.samples == 1
     markdown = render(result, "md")
@@ -283,7 +290,10 @@ def test_a_profile_alias_is_planned_like_its_catalogue_name(tmp_path: Path) -> N
     assert sorted(slices) == [5, 7, 8, 9]
     assert {s.info.model for s in slices.values()} == {"GB200-186GB"}
     assert slices[8].info.profile == "1g.24gb"
-    result = analyze(iter(slices.values()), window=(T - 60, T), options=AnalyzeOptions(step_s=60))
+    window = (T - 60, T)
+    result = analyze(
+        local_stats(slices.values(), window, 60), window=window, options=AnalyzeOptions(step_s=60)
+    )
     assert len(result.slices) == 4
     assert not [n for n in result.notes if "not in the catalogue" in n]
 

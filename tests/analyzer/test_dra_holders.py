@@ -30,6 +30,7 @@ from support.prometheus import HistorySeries, PrometheusServer, requires_prometh
 from support.victoria import VictoriaServer, requires_victoria
 
 from migscope.analyzer._intake.backfill import iter_history, write_openmetrics
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.dialect import (
     DIALECT_METRICS,
     Dialect,
@@ -331,7 +332,8 @@ def way(request: pytest.FixtureRequest, scenario_file: Path) -> tuple[str, Analy
     window = _window(scenario_file)
     options = AnalyzeOptions(step_s=STEP)
     if name == "embedded":
-        return name, analyze(_slices(scenario_file), window=window, options=options)
+        stats = local_stats(_slices(scenario_file), window, STEP)
+        return name, analyze(stats, window=window, options=options)
     engine, dialect_name = name.split("-")
     dialect = Dialect(dialect_name)
     if engine == "file":
@@ -340,8 +342,8 @@ def way(request: pytest.FixtureRequest, scenario_file: Path) -> tuple[str, Analy
         path = Path(str(scenario_file) + f".{dialect_name}.om")
         path.write_text(text.getvalue())
         series = read_exposition(path, keep=DIALECT_METRICS)
-        slices = list(iter_slice_series(series))
-        return name, analyze(slices, window=window, options=options)
+        stats = local_stats(iter_slice_series(series), window, STEP)
+        return name, analyze(stats, window=window, options=options)
     history = _history(scenario_file, dialect)
     if engine == "prometheus":
         with PrometheusServer(history) as server:

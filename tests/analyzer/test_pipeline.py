@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer._judge.classify import Status
 from migscope.analyzer._options import AnalyzeOptions
@@ -78,7 +79,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> AnalysisResult:
     sim = load_fleet([path])
     window = simulation_window(sim, window_s=86400.0)
     return analyze(
-        simulate_slices(sim, window_s=86400.0),
+        local_stats(simulate_slices(sim, window_s=86400.0), window),
         window=window,
         options=AnalyzeOptions(price_per_gpu_hour=2.0),
     )
@@ -170,7 +171,7 @@ def test_reports_and_files(result: AnalysisResult, tmp_path: Path) -> None:
 def test_repartition_keeps_only_current_slices_in_the_plan() -> None:
     sim = load_fleet(["fleet-mixed"])
     window = simulation_window(sim, window_s=5 * 86400.0)
-    result = analyze(simulate_slices(sim, window_s=5 * 86400.0), window=window)
+    result = analyze(local_stats(simulate_slices(sim, window_s=5 * 86400.0), window), window=window)
     node2 = [s for s in result.slices if s.stats.info.key.node == "h100-node-2"]
     current = sorted(
         (s.stats.info.profile, s.stats.info.placement_start) for s in node2 if s.current

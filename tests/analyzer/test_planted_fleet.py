@@ -23,6 +23,7 @@ from support.prometheus import HistorySeries, requires_prometheus
 from support.victoria import VictoriaServer, requires_victoria
 
 from migscope.analyzer._intake.backfill import iter_history
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.dialect import Dialect
 from migscope.analyzer._intake.local_prometheus import LocalPrometheus
 from migscope.analyzer._intake.prometheus import PrometheusClient
@@ -156,7 +157,11 @@ def way(request: pytest.FixtureRequest, scenario_file: Path) -> Way:
     if name == "embedded":
         return Way(
             name,
-            analyze(_slices(scenario_file), window=window, options=AnalyzeOptions(step_s=STEP)),
+            analyze(
+                local_stats(_slices(scenario_file), window, STEP),
+                window=window,
+                options=AnalyzeOptions(step_s=STEP),
+            ),
         )
     engine, dialect_name = name.split("-")
     dialect = Dialect(dialect_name)
@@ -235,8 +240,11 @@ def test_the_plan_is_valid_keeps_in_use_instances_and_covers_demand(way: Way) ->
 
 def test_every_way_recommends_the_same_plan(way: Way, scenario_file: Path) -> None:
     """The source does not change the decision: configs and node plan equal the embedded ones."""
+    window = _window(scenario_file)
     embedded = analyze(
-        _slices(scenario_file), window=_window(scenario_file), options=AnalyzeOptions(step_s=STEP)
+        local_stats(_slices(scenario_file), window, STEP),
+        window=window,
+        options=AnalyzeOptions(step_s=STEP),
     )
     assert way.result.node_configs == embedded.node_configs
     assert way.result.to_json()["mig_parted_config"] == embedded.to_json()["mig_parted_config"]

@@ -20,6 +20,7 @@ import pytest
 import yaml
 from support.sim_reference import reference_slices
 
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.sim_truth import instance_truth
 from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer._intake.stats_local import SliceSeries
@@ -248,8 +249,10 @@ def test_the_demo_analysis_is_unchanged() -> None:
     fleet = ["fleet-mixed", "h200-node"]
     sim = load_fleet(fleet)
     window = simulation_window(sim, window_s=WEEK)
-    fast = analyze(simulate_slices(sim, window_s=WEEK), window=window).to_json()
-    old = analyze(reference_slices(load_fleet(fleet), window_s=WEEK), window=window).to_json()
+    fast_stats = local_stats(simulate_slices(sim, window_s=WEEK), window)
+    old_stats = local_stats(reference_slices(load_fleet(fleet), window_s=WEEK), window)
+    fast = analyze(fast_stats, window=window).to_json()
+    old = analyze(old_stats, window=window).to_json()
     assert len(fast["slices"]) == 32  # 25 current, 7 ended by the re-partition
     assert _without_solver_times(fast) == _without_solver_times(old)
 

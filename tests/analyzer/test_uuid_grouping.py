@@ -35,6 +35,7 @@ from support.prometheus import (
 )
 from support.victoria import VictoriaServer
 
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.dialect import Dialect, indexes, iter_slice_series, keeps
 from migscope.analyzer._intake.local_prometheus import LocalPrometheus
 from migscope.analyzer._intake.openmetrics import parse_exposition
@@ -277,7 +278,7 @@ def _direct_and_through_prometheus(days: float) -> tuple[AnalysisResult, Analysi
     window_s = days * 86_400.0
     sim = load_fleet(["fleet-mixed"])
     window = simulation_window(sim, window_s=window_s)
-    direct = analyze(simulate_slices(sim, window_s=window_s), window=window)
+    direct = analyze(local_stats(simulate_slices(sim, window_s=window_s), window), window=window)
     with (
         LocalPrometheus(
             slices=simulate_slices(sim, window_s=window_s), span_seconds=window_s

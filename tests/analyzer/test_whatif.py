@@ -8,6 +8,7 @@ import pytest
 from analyzer.test_pipeline import SCENARIO
 from click.testing import CliRunner
 
+from migscope.analyzer._intake.base import local_stats
 from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
@@ -54,7 +55,7 @@ def _run(path: str, what_if: dict[str, str], config_text: str | None = None) -> 
     sim = load_fleet([path])
     window = simulation_window(sim, window_s=86400.0)
     return analyze(
-        simulate_slices(sim, window_s=86400.0),
+        local_stats(simulate_slices(sim, window_s=86400.0), window),
         window=window,
         options=AnalyzeOptions(
             what_if=what_if,

@@ -188,7 +188,7 @@ def choose_source(
         raise InvalidInput(f"{', '.join(access.flags)}: only with --prometheus URL")
     if stats != "auto":
         raise InvalidInput(f"--stats {stats}: only with --prometheus URL")
-    inner: Source = (
+    inner: FileSource | SimulationSource = (
         FileSource(source)
         if source is not None
         else SimulationSource((simulate or "").split(","), progress=progress)

@@ -241,10 +241,11 @@ class SliceStats:
             GPU's energy on every slice, which must not be attributed to one of them).
         hourly: Use per hour of the window, or None when the window is not a whole number
             of hours on the hour grid (or the source did not compute it).
-        last_seen: Time of the slice's newest activity or memory sample in the window, Unix
-            seconds (None: none, or the source did not say). After a re-partition in the
-            window the instances seen last are the current ones; the planner must keep them,
-            not the ones they replaced.
+        last_seen: The end of the step interval that holds the slice's newest activity or
+            memory sample in the window, Unix seconds (None: none, or the source did not
+            say); the one definition both ways of computing statistics use. After a
+            re-partition in the window the instances seen last are the current ones; the
+            planner must keep them, not the ones they replaced.
     """
 
     info: SliceInfo

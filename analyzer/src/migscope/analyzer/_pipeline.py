@@ -2,9 +2,8 @@
 
 ``analyze`` strings the decision modules together in the order the design gives:
 
-1. window statistics per slice (:mod:`~migscope.analyzer._intake.stats_local`), unless the source
-already
-   computed them (the Prometheus source does, in PromQL);
+1. the window statistics of each slice, as the source computed them (from raw series with
+   :mod:`~migscope.analyzer._intake.stats_local`, or in PromQL on a server);
 2. a verdict per slice (:func:`~migscope.analyzer._judge.classify.classify`);
 3. pools: GPUs grouped by catalogue model (:func:`~migscope.analyzer._judge.demand.pool_key`);
 4. each GPU as it is *now*: its current instances at their placements, and which are in use;
@@ -14,7 +13,8 @@ already
    the idle GPU-hours per namespace (who holds what they do not use).
 
 Which slices are *current*: a re-partition during the window ends some instances and starts
-others, and both have history. Per GPU the slices seen last win, and an older slice whose
+others, and both have history. Per GPU the slices seen last
+(:attr:`~migscope.analyzer._model.SliceStats.last_seen`) win, and an older slice whose
 placement overlaps one already taken is history only: it is reported, never planned.
 
 What *in use* means for the planner (instances it must keep exactly where they are): held by
@@ -33,7 +33,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from migscope.analyzer._intake.dialect import exporter_pod_name
 from migscope.analyzer._intake.gpu_catalogue import GpuCatalogue
-from migscope.analyzer._intake.stats_local import SliceSeries, slice_stats
 from migscope.analyzer._judge.classify import Classification, Status, classify
 from migscope.analyzer._judge.demand import PoolDemand, is_held, pool_demand, pool_key
 from migscope.analyzer._judge.policy import Policy
@@ -70,15 +69,6 @@ NO_ATTRIBUTION = (
     "applier's live pod check stays the guard for the rest"
 )
 """Said when no slice of the analysis names a pod."""
-
-
-def _last_seen(series: SliceSeries) -> float:
-    """Time of the slice's last activity or memory sample, Unix seconds (-inf if none)."""
-    last = -math.inf
-    for ts in (series.activity, series.memory_used):
-        if ts is not None and len(ts):
-            last = max(last, float(ts.timestamps_ms[-1]) / 1000.0)
-    return last
 
 
 def _infer_start(model: GpuModel, profile: str, gi_id: int) -> int | None:
@@ -169,7 +159,7 @@ def _gpu_states(
 
 
 def analyze(
-    slices: Iterable[SliceSeries | SliceStats],
+    slices: Iterable[SliceStats],
     *,
     window: tuple[float, float],
     options: AnalyzeOptions | None = None,
@@ -182,8 +172,10 @@ def analyze(
     for slices already at hand (tests, benchmarks).
 
     Args:
-        slices: Raw per-slice series (file, simulator) or statistics computed elsewhere
-            (the Prometheus source). Consumed once, one slice at a time.
+        slices: Each slice's statistics over ``window`` (a source's
+            :meth:`~migscope.analyzer._intake.base.Source.slices`; raw series at hand go
+            through :func:`~migscope.analyzer._intake.base.local_stats`). Consumed once, one
+            slice at a time.
         window: ``(start, end)`` Unix seconds.
         options: How to judge and plan (:class:`AnalyzeOptions`; its defaults when None).
             ``objective`` ``"consolidate"`` covers demand, then strands as few slices and
@@ -215,13 +207,8 @@ def analyze(
     notes: list[str] = []
 
     staged: list[tuple[SliceStats, Classification, float]] = []
-    for n, item in enumerate(slices, 1):
-        if isinstance(item, SliceSeries):
-            stats = slice_stats(item, start=start, end=end, step=step)
-            seen = _last_seen(item)
-        else:
-            stats = item
-            seen = item.last_seen if item.last_seen is not None else -math.inf
+    for n, stats in enumerate(slices, 1):
+        seen = stats.last_seen if stats.last_seen is not None else -math.inf
         verdict = classify(stats, model=model_of(stats.info.model), policy=policy)
         staged.append((stats, verdict, seen))
         if n % 10 == 0:

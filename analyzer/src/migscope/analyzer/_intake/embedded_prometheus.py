@@ -13,12 +13,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
-from migscope.analyzer._intake.base import Origin, Slices, Source, Window
+from migscope.analyzer._intake.base import Origin, SeriesSource, Slices, Window
 from migscope.analyzer._intake.gpu_facts import GpuFacts
 from migscope.analyzer._intake.local_prometheus import LocalPrometheus, ServerStartError
 from migscope.analyzer._intake.prometheus import PrometheusClient
 from migscope.analyzer._intake.prometheus_source import PrometheusSource
-from migscope.analyzer._intake.stats_local import SliceSeries
 from migscope.analyzer._intake.stats_promql import snap_window
 from migscope.analyzer._options import DEFAULT_TIMEOUT_SECONDS, Progress
 
@@ -34,7 +33,7 @@ class EmbeddedPrometheusSource:
 
     def __init__(
         self,
-        inner: Source,
+        inner: SeriesSource,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_SECONDS,
         progress: Progress | None = None,
@@ -59,7 +58,7 @@ class EmbeddedPrometheusSource:
     def slices(self, window: Window, step_s: float) -> Slices:
         """Backfill the inner source's series, start the server, query its statistics."""
         inner_window = self._inner_window or window
-        series = (s for s in self.inner.slices(inner_window, step_s) if isinstance(s, SliceSeries))
+        series = self.inner.series(inner_window, step_s)
         self._say("writing the history and backfilling a local Prometheus with promtool")
         span = inner_window[1] - inner_window[0]
         try:

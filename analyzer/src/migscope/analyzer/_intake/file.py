@@ -3,16 +3,24 @@
 :func:`read_openmetrics` reads an OpenMetrics or text exposition file (migscope's or
 dcgm-exporter's series, detected automatically) with the same parser the tests check against
 a real Prometheus; :class:`FileSource` is the :class:`~migscope.analyzer._intake.base.Source`
-over it, whose window ends at the file's newest sample.
+over it, whose window ends at the file's newest sample and whose slices' statistics are
+computed here (:func:`~migscope.analyzer._intake.base.local_stats`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from migscope.analyzer._intake.base import Origin, Resourceless, Slices, Window, window_ending
+from migscope.analyzer._intake.base import (
+    Origin,
+    Resourceless,
+    Slices,
+    Window,
+    local_stats,
+    window_ending,
+)
 from migscope.analyzer._intake.dialect import indexes, iter_slice_series, keeps
 from migscope.analyzer._intake.gpu_facts import GpuFacts
 from migscope.analyzer._intake.openmetrics import read_exposition
@@ -44,9 +52,13 @@ class FileSource(Resourceless):
         """``length_s`` ending at ``end``, else at the file's newest sample (to the hour)."""
         return window_ending(self._read().last if end is None else end, length_s)
 
-    def slices(self, window: Window, step_s: float) -> Slices:
-        """The file's slices (the statistics cut them to the window)."""
+    def series(self, window: Window, step_s: float) -> Iterable[SliceSeries]:
+        """The file's slices, all their samples (the statistics cut them to the window)."""
         return self._read().series
+
+    def slices(self, window: Window, step_s: float) -> Slices:
+        """The statistics of the file's slices over ``window``."""
+        return local_stats(self.series(window, step_s), window, step_s)
 
     def gpus(self) -> Sequence[GpuFacts]:
         """Each GPU of the file: model, driver, and the profile table it reported."""

@@ -16,13 +16,20 @@ Everything from here is marked simulated, so that no plan made from it reaches a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from migscope.analyzer._intake.base import Origin, Resourceless, Slices, SourceError, Window
+from migscope.analyzer._intake.base import (
+    Origin,
+    Resourceless,
+    Slices,
+    SourceError,
+    Window,
+    local_stats,
+)
 from migscope.analyzer._intake.gpu_facts import GpuFacts, parse_driver
 from migscope.analyzer._intake.sim_truth import instance_truth
 from migscope.analyzer._intake.stats_local import SliceSeries, TimeSeries
@@ -55,12 +62,16 @@ class SimulationSource(Resourceless):
             raise SourceError("--end goes with --source or --prometheus")
         return simulation_window(self.simulation, window_s=length_s)
 
-    def slices(self, window: Window, step_s: float) -> Slices:
+    def series(self, window: Window, step_s: float) -> Iterable[SliceSeries]:
         """Every simulated instance of the window, sampled every ``step_s``."""
         length = window[1] - window[0]
         if self._progress is not None:
             self._progress(f"simulating {', '.join(self.scenarios)}: {length / 86400:g} days")
         return simulate_slices(self.simulation, window_s=length, step_s=step_s)
+
+    def slices(self, window: Window, step_s: float) -> Slices:
+        """The statistics of every simulated instance over ``window``."""
+        return local_stats(self.series(window, step_s), window, step_s)
 
     def gpus(self) -> Sequence[GpuFacts]:
         """Each simulated GPU with its model and its node's driver (no own profile table)."""

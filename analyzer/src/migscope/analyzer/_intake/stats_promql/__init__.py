@@ -21,9 +21,9 @@ Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s
 * **Coverage and allocation count step intervals**, as ``analyzer.stats`` does: a subquery
   ``count_over_time((count by (slice) (...[step]))[W:step])`` counts the intervals
   ``(end-(k+1)·step, end-k·step]`` that hold a sample. Subquery points are aligned to
-  multiples of ``step`` since the epoch, so the window is snapped to that grid (end rounded
-  down, length rounded up to whole steps; see :func:`snap_window`); the returned
-  ``window_start``/``window_end`` are the snapped ones.
+  multiples of ``step`` since the epoch, so the window must lie on that grid (end rounded
+  down, length rounded up to whole steps: :func:`snap_window`, which the source's ``window()``
+  applies once); :func:`remote_slice_stats` refuses a window off the grid.
 * **Prometheus 2.x ranges are closed** (``[start, end]``). For counting, the per-interval
   range is ``step - 1ms`` and the subquery ``W - 1ms`` so intervals do not overlap; the
   sample exactly at ``start`` is then not counted (``analyzer.stats`` folds it into the oldest

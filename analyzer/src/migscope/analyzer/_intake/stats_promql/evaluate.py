@@ -63,8 +63,9 @@ def remote_slice_stats(
 
     Args:
         client: The server.
-        start: Window start, Unix seconds (snapped, see :func:`snap_window`).
-        end: Window end, Unix seconds.
+        start: Window start, Unix seconds, on the step grid (what :func:`snap_window`
+            returns; the source snaps its window once, in ``window()``).
+        end: Window end, Unix seconds, on the step grid.
         step: Step interval for coverage, allocation and per-interval values, seconds.
         dialect: Force a dialect instead of detecting it.
         nodes: Only these nodes (matched literally); all nodes when None.
@@ -87,13 +88,18 @@ def remote_slice_stats(
     Raises:
         NoMigSeriesError: the server holds no MIG series of either dialect in the window.
         PrometheusError: the server is unreachable or rejects a query.
-        ValueError: a bad window, step, chunk size, mode or worker count.
+        ValueError: a bad window or one off the step grid, a bad step, chunk size, mode or
+            worker count.
     """
     if chunk_nodes is not None and chunk_nodes < 1:
         raise ValueError(f"chunk_nodes must be at least 1, got {chunk_nodes}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    start, end = snap_window(start, end, step)
+    if snap_window(start, end, step) != (start, end):
+        raise ValueError(
+            f"the window {start:g} .. {end:g} is not on the {step:g} s step grid: pass the "
+            "window snap_window returns"
+        )
     chosen = detect_remote_dialect(client, start=start, end=end) if dialect is None else dialect
     engine = detect_semantics(client) if semantics is None else semantics
     names = (

@@ -1,8 +1,11 @@
 """The window the server can evaluate: end on the step grid, a whole number of steps.
 
-Why a module of its own: both the Prometheus path and the embedded path must use the same
-snapped window when they are compared (``tests/analyzer/test_stats_agree.py``), and the CLI
-snaps the window before it chooses a source.
+A source that evaluates PromQL snaps its window once, in ``window()``
+(:class:`~migscope.analyzer._intake.prometheus_source.PrometheusSource`,
+:class:`~migscope.analyzer._intake.embedded_prometheus.EmbeddedPrometheusSource`); the
+analysis and :func:`~.evaluate.remote_slice_stats` take that window, and the latter refuses
+one off the grid. The statistics computed from raw series must be given the same snapped window when
+they are compared (``tests/analyzer/test_stats_agree.py``).
 """
 
 from __future__ import annotations
