@@ -46,11 +46,12 @@ from migscope.analyzer._judge.claims import profile_selector, template_origin
 from migscope.analyzer._model import Holder
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report.data import build_report
 from migscope.analyzer._report.html import render_html
 from migscope.analyzer._report.markdown import render_markdown
 from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
-from migscope.core._spec.v1 import ReportV1, validate_report
+from migscope.core._spec.v1 import ReportV1, report_json, validate_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PLANTED_SCRAPE = FIXTURES / "dcgm" / "dcgm-dra-mig-h100nvl-planted.txt"
@@ -417,7 +418,7 @@ def test_a_gpu_held_through_a_claim_without_pod_is_never_changed(
     name, result = way
     found = _by_place(result)
     assert found[(0, "2g.35gb", 0)].pin == "held through claim lab/notebook-mig, its pod unknown"
-    report = result.to_json()
+    report = report_json(build_report(result))
     for rec in report["recommendations"]:
         assert 0 not in rec["gpus_recreated"], name
         for entry in rec["slices"]:
@@ -438,7 +439,7 @@ def test_the_oversized_claim_gets_its_selector(way: tuple[str, AnalysisResult]) 
     assert resize.pod_claim == "gpu"
     assert resize.profile == train.verdict.suggested_profile
     assert resize.selector == f"device.attributes['gpu.nvidia.com'].profile == '{resize.profile}'"
-    data = result.to_json()
+    data = report_json(build_report(result))
     validate_report(data)
     report = ReportV1.model_validate(data)
     row = next(s for s in report.slices if s.claim_resize is not None)

@@ -13,11 +13,18 @@ from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, si
 from migscope.analyzer._judge.classify import Status
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report import render_csv, render_markdown, validate_report, write_reports
+from migscope.analyzer._report import (
+    build_report,
+    render_csv,
+    render_markdown,
+    validate_report,
+    write_reports,
+)
 from migscope.analyzer._result import AnalysisResult
 from migscope.core._catalogue import find_model
 from migscope.core._layout import is_valid
 from migscope.core._migparted import check_config, parse_config
+from migscope.core._spec.v1 import report_json
 
 SCENARIO = {
     "version": 1,
@@ -126,7 +133,7 @@ def test_mig_parted_config_passes_the_checker(result: AnalysisResult) -> None:
 
 
 def test_json_matches_schema_and_savings(result: AnalysisResult) -> None:
-    data = json.loads(json.dumps(result.to_json(), allow_nan=False))
+    data = json.loads(json.dumps(report_json(build_report(result)), allow_nan=False))
     report = validate_report(data)
     assert report.schema_version == 1
     assert data["window"]["start"] == "2026-01-05T00:00:00Z"
@@ -159,7 +166,7 @@ def test_reports_and_files(result: AnalysisResult, tmp_path: Path) -> None:
     assert check_config(parse_config(written["mig-parted"].read_text())).ok
     plan = json.loads(written["plan"].read_text())
     assert [n["node"] for n in plan["nodes"]] == ["node-a"]
-    md = render_markdown(validate_report(result.to_json()))
+    md = render_markdown(build_report(result))
     assert "lab/forgotten" in md
     assert "## Recommendations" in md
     assert "```yaml" in md

@@ -25,6 +25,8 @@ from migscope.analyzer._intake.sim_truth import instance_truth
 from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, simulation_window
 from migscope.analyzer._intake.stats_local import SliceSeries
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
+from migscope.core._spec.v1 import report_json
 from migscope.sim import Simulation
 from migscope.sim._gpu import MIG_RESERVED_BYTES, SimInstance
 from migscope.sim._workloads import Bursty, MemoryModel, Periodic, Trace, Workload
@@ -251,8 +253,8 @@ def test_the_demo_analysis_is_unchanged() -> None:
     window = simulation_window(sim, window_s=WEEK)
     fast_stats = local_stats(simulate_slices(sim, window_s=WEEK), window)
     old_stats = local_stats(reference_slices(load_fleet(fleet), window_s=WEEK), window)
-    fast = analyze(fast_stats, window=window).to_json()
-    old = analyze(old_stats, window=window).to_json()
+    fast = report_json(build_report(analyze(fast_stats, window=window)))
+    old = report_json(build_report(analyze(old_stats, window=window)))
     assert len(fast["slices"]) == 32  # 25 current, 7 ended by the re-partition
     assert _without_solver_times(fast) == _without_solver_times(old)
 

@@ -46,7 +46,9 @@ from migscope.analyzer._intake.stats_promql import remote_slice_stats
 from migscope.analyzer._model import SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
+from migscope.analyzer._report import build_report
 from migscope.analyzer._result import AnalysisResult
+from migscope.core._spec.v1 import report_json
 
 STEP = 60
 END = float((int(time.time()) // 3600 - 3) * 3600)
@@ -265,8 +267,9 @@ def test_the_analysis_is_the_same_through_the_server(
     through_server: tuple[Dialect, list[SliceStats], list[SliceStats]],
 ) -> None:
     _, remote, embedded = through_server
-    a = analyze(iter(remote), window=(START, END), options=AnalyzeOptions(step_s=STEP)).to_json()
-    b = analyze(iter(embedded), window=(START, END), options=AnalyzeOptions(step_s=STEP)).to_json()
+    options = AnalyzeOptions(step_s=STEP)
+    a = report_json(build_report(analyze(iter(remote), window=(START, END), options=options)))
+    b = report_json(build_report(analyze(iter(embedded), window=(START, END), options=options)))
     assert a["savings"] == b["savings"]
     assert [
         (s["gpu_instance_id"], s["profile"], s["status"], s["current"]) for s in a["slices"]

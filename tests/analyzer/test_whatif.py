@@ -13,6 +13,7 @@ from migscope.analyzer._intake.simulation import load_fleet, simulate_slices, si
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
 from migscope.analyzer._plan.whatif import replay
+from migscope.analyzer._report import build_report
 from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
 from migscope.core._migparted import parse_config
@@ -79,10 +80,12 @@ def test_proposed_plan_serves_the_day_and_all_1g_does_not(scenario_path: str) ->
     assert by["1g.18gb"].supply == 14  # two GPUs of 7
     assert by["1g.18gb"].unmet_instance_hours == 0.0
     assert what_if.served_share == 0.5
-    summary = result.to_json()["what_if"]
-    assert summary["configs"] == {"*": "all-1g.18gb"}
-    assert summary["served_share"] == 0.5
-    assert summary["proposed"]["served_share"] == 1.0
+    summary = build_report(result).what_if
+    assert summary is not None
+    assert summary.proposed is not None
+    assert summary.configs == {"*": "all-1g.18gb"}
+    assert summary.served_share == 0.5
+    assert summary.proposed.served_share == 1.0
 
 
 def test_balanced_everywhere_serves_it(scenario_path: str) -> None:

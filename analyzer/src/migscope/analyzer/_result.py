@@ -1,10 +1,11 @@
-"""What one analysis found, and its report as the contract says it (:mod:`migscope.core._spec.v1`).
+"""What one analysis found: every slice with its verdict, every pool's demand and plan.
 
-:class:`AnalysisResult` holds every slice with its verdict, every pool's demand and plan,
-the savings, the notes and the provenance; :meth:`AnalysisResult.to_json` is its data for
-``report.json``, which :func:`migscope.analyzer._report.build_report` completes and types.
-Every recommendation is checked against the safety contract (:mod:`migscope.core._disruption`)
-as it is built.
+:class:`AnalysisResult` holds them with the savings, the notes and the provenance; its report
+(:mod:`migscope.core._spec.v1`) is made in one place,
+:func:`migscope.analyzer._report.data.build_report`, from these parts (each slice's
+:meth:`SliceResult.to_dict`, :meth:`AnalysisResult.recommendations`,
+:meth:`AnalysisResult.what_if_summary`). Every recommendation is checked against the safety
+contract (:mod:`migscope.core._disruption`) as it is built.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from migscope.analyzer._model import JsonValue, SliceStats
 from migscope.analyzer._plan import GpuState, LowerBound, Plan
 from migscope.analyzer._plan.whatif import Replay
 from migscope.core import (
-    SCHEMA_VERSION,
     GpuLayouts,
     GpuModel,
     MigPartedConfig,
@@ -138,7 +138,7 @@ class PoolResult:
 
 @dataclass(frozen=True)
 class AnalysisResult:
-    """Everything one analysis found; :meth:`to_json` is the documented report schema.
+    """Everything one analysis found; its report is made from it by ``_report.data.build_report``.
 
     Attributes:
         window_start: Window start, Unix seconds.
@@ -237,65 +237,6 @@ class AnalysisResult:
                     raise AssertionError(f"planner broke the safety contract: {broken[0]}")
                 out.append(rec)
         return out
-
-    def to_json(self, recommendations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """The analysis as report data, ``schema_version`` 1 (docs/report-schema.md).
-
-        Args:
-            recommendations: :meth:`recommendations`, when the caller has computed them
-                (:func:`migscope.analyzer._report.build_report` does, once per run); else
-                computed here.
-        """
-        if recommendations is None:
-            recommendations = self.recommendations()
-        moving = [p for r in recommendations for p in r["pods_to_move"]]
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "window": {
-                "start": iso_utc(self.window_start),
-                "end": iso_utc(self.window_end),
-                "start_unix": self.window_start,
-                "end_unix": self.window_end,
-                "hours": round(self.window_hours, 4),
-                "step_seconds": self.step,
-            },
-            "summary": {
-                "slices": sum(1 for s in self.slices if s.current),
-                "history_only_slices": sum(1 for s in self.slices if not s.current),
-                "by_status": {
-                    status.value: self.count(status) for status in Status if self.count(status)
-                },
-            },
-            "slices": [s.to_dict() for s in self.slices],
-            "pools": [
-                {
-                    "pool": p.pool,
-                    "model": p.model.key,
-                    "gpus": len(p.gpus),
-                    "demand": p.demand.as_dict(),
-                    "plan": p.plan.summary(),
-                    "solve": p.plan.solve.as_dict(),
-                    "lower_bound": p.bound.as_dict(),
-                    "replay": {name: r.as_dict() for name, r in p.replays.items()},
-                }
-                for p in self.pools
-            ],
-            "recommendations": recommendations,
-            "request_changes": (
-                self.workloads.to_dict(moving) if self.workloads is not None else None
-            ),
-            "mig_parted_config": (
-                self.mig_parted.model_dump(by_alias=True, exclude_none=True)
-                if self.mig_parted is not None
-                else None
-            ),
-            "node_configs": dict(sorted(self.node_configs.items())),
-            "savings": dict(self.savings),
-            "what_if": self.what_if_summary(),
-            "evidence": self.history.as_dict() if self.history is not None else None,
-            "provenance": dict(self.provenance) if self.provenance is not None else None,
-            "notes": list(self.notes),
-        }
 
     def what_if_summary(self) -> dict[str, Any] | None:
         """The what-if layout's replay over all pools, or None when none was asked for."""
