@@ -42,6 +42,7 @@ from applier.cluster import (
 )
 from migscope.applier._applier import DYNAMIC_MIG, ClusterRefused
 from migscope.applier._dra import (
+    DraRisk,
     claim_names,
     claimed_devices,
     dra_pods_at_risk,
@@ -134,10 +135,10 @@ def test_the_real_gh200_claim_puts_its_pod_at_risk() -> None:
         "c",
         gpus=(GpuChange(1, {"1g.12gb": 7}, {"3g.48gb": 2}),),
     )
-    at_risk = dra_pods_at_risk(change, [holder], claims, [])
+    at_risk = dra_pods_at_risk(change, [holder], claims, []).pods
     assert list(at_risk) == ["extended-resource-mig-1g12gb/mig-1g12gb-pod"]
     unchanged = NodeChange("n", "c", gpus=(GpuChange(1, {"1g.12gb": 7}, {"1g.12gb": 7}),))
-    assert dra_pods_at_risk(unchanged, [holder], claims, []) == {}
+    assert dra_pods_at_risk(unchanged, [holder], claims, []).pods == {}
 
 
 @pytest.mark.parametrize(
@@ -266,7 +267,7 @@ def test_a_claim_on_a_profile_no_changed_gpu_has_is_not_at_risk() -> None:
         "metadata": {"namespace": "ml", "name": "p"},
         "spec": {"resourceClaims": [{"name": "g", "resourceClaimName": "big"}]},
     }
-    assert dra_pods_at_risk(change, [holder], {("ml", "big"): claim}, []) == {}
+    assert dra_pods_at_risk(change, [holder], {("ml", "big"): claim}, []).pods == {}
 
 
 def test_drain_evicts_the_claim_holder_and_verifies_by_the_resource_slices() -> None:
@@ -439,7 +440,7 @@ def test_a_slice_held_through_a_claim_never_sits_on_a_changed_gpu_unnamed(
             }
         )
     slices = [{"spec": {"driver": DRIVER, "pool": {"name": "n"}, "devices": devices}}]
-    at_risk = dra_pods_at_risk(change, pods, claims, slices)
+    at_risk = dra_pods_at_risk(change, pods, claims, slices).pods
     changed = {g.index for g in change.changed_gpus}
     for p in pods:
         if p["metadata"]["gpu"] in changed:
@@ -503,10 +504,26 @@ def test_a_claim_on_the_gpu_the_change_keeps_is_not_at_risk_by_its_gpu() -> None
     cannot tell GPUs apart. By UUID, only the changed GPU's holder is at risk."""
     slices = _slice_of({U0: BALANCED, U1: BALANCED})
     pods, claims = _holding("d-0-2g35gb-0")
-    assert dra_pods_at_risk(_change(), pods, claims, slices) == {}
+    assert dra_pods_at_risk(_change(), pods, claims, slices) == DraRisk({}, frozenset())
     pods, claims = _holding("d-1-2g35gb-0")
-    (device,) = dra_pods_at_risk(_change(), pods, claims, slices)["ml/p"]
+    risk = dra_pods_at_risk(_change(), pods, claims, slices)
+    (device,) = risk.pods["ml/p"]
+    assert risk.on_changed_gpu == {"ml/p"}
     assert (device.gpu_uuid, device.gpu_source) == (U1, "resourceslice")
+
+
+def test_a_holder_on_a_changed_gpus_uuid_is_seen_there_even_when_the_pairing_is_in_doubt() -> None:
+    """The plan gives U1 to both GPUs: which one the device is on is unknown, so the profile
+    rule decides it is at risk, and it is still marked as seen on a changed GPU's UUID, which
+    keeps the applier's narrowing by the report's placement from dropping it."""
+    pods, claims = _holding("d-1-2g35gb-0")
+    risk = dra_pods_at_risk(_change(U1, U1), pods, claims, _slice_of({U0: BALANCED, U1: BALANCED}))
+    assert list(risk.pods) == ["ml/p"]
+    assert risk.on_changed_gpu == {"ml/p"}
+    kept = NodeChange("n", "c", gpus=(GpuChange(0, BALANCED, TWO_3G, uuid=U0),))
+    risk = dra_pods_at_risk(kept, pods, claims, _slice_of({U0: BALANCED, U1: BALANCED}))
+    assert list(risk.pods) == ["ml/p"]  # the profile rule: 2g.35gb is destroyed on GPU 0
+    assert risk.on_changed_gpu == frozenset()  # but its device is on U1, which is kept
 
 
 def test_a_claim_on_a_changed_gpu_is_at_risk_whatever_its_profile() -> None:
@@ -522,7 +539,7 @@ def test_a_claim_on_a_changed_gpu_is_at_risk_whatever_its_profile() -> None:
     )
     slices = _slice_of({U0: BALANCED, U1: BALANCED})
     pods, claims = _holding("d-1-1g18gb-0")
-    assert "ml/p" in dra_pods_at_risk(change, pods, claims, slices)
+    assert "ml/p" in dra_pods_at_risk(change, pods, claims, slices).pods
 
 
 @pytest.mark.parametrize(
@@ -543,4 +560,4 @@ def test_a_claim_the_gpu_rule_cannot_clear_keeps_the_profile_rule(why: str) -> N
     else:
         change = _change("GPU-ffffffff-ffff-4fff-8fff-ffffffffffff", U1)
     pods, claims = _holding(device)
-    assert "ml/p" in dra_pods_at_risk(change, pods, claims, _slice_of(layouts))
+    assert "ml/p" in dra_pods_at_risk(change, pods, claims, _slice_of(layouts)).pods

@@ -74,6 +74,22 @@ class ClaimedDevice:
     gpu_source: str = ""
 
 
+@dataclass(frozen=True)
+class DraRisk:
+    """What :func:`dra_pods_at_risk` judged, so that no caller judges it again.
+
+    Attributes:
+        pods: ``{namespace/pod: the devices that put it at risk}``.
+        on_changed_gpu: Those of ``pods`` holding a device whose GPU UUID is a changed GPU's
+            (even where the plan pairs that UUID with two GPUs): what the cluster shows now,
+            which outweighs where the report saw the pod
+            (:func:`migscope.applier._workflow.at_risk_now`).
+    """
+
+    pods: dict[str, list[ClaimedDevice]]
+    on_changed_gpu: frozenset[str]
+
+
 def claim_names(pod: Mapping[str, Any]) -> list[str]:
     """The names of the ResourceClaims a pod holds (in the pod's namespace), sorted.
 
@@ -289,7 +305,7 @@ def dra_pods_at_risk(
     pods: Iterable[Mapping[str, Any]],
     claims: Mapping[tuple[str, str], Mapping[str, Any]],
     slices: Sequence[Mapping[str, Any]],
-) -> dict[str, list[ClaimedDevice]]:
+) -> DraRisk:
     """Pods of the node that may hold, through a claim, a device the change destroys.
 
     MIG Manager re-creates every instance of a GPU whose layout changes and touches no other
@@ -322,15 +338,18 @@ def dra_pods_at_risk(
         slices: The node's ResourceSlices.
 
     Returns:
-        ``{namespace/pod: the devices that put it at risk}``.
+        The pods at risk with their devices, and which of them hold a device seen on a
+        changed GPU.
     """
     changed = change.changed_gpus
+    changed_uuids = {g.uuid.lower() for g in changed if g.uuid}
     unknown_layouts = not change.gpus
     destroyed = {profile_key(p) for p in change.destroyed_profiles()}
     mode_change = any(g.current_mig != g.proposed_mig for g in changed)
     on_plan = _plan_gpus(change)
     published = _published(slices)
     out: dict[str, list[ClaimedDevice]] = {}
+    on_changed: set[str] = set()
     for pod in pods:
         meta = pod.get("metadata") or {}
         namespace = str(meta.get("namespace"))
@@ -365,7 +384,9 @@ def dra_pods_at_risk(
                     )
                 if risky:
                     out.setdefault(key, []).append(device)
-    return out
+                    if device.gpu_uuid.lower() in changed_uuids:
+                        on_changed.add(key)
+    return DraRisk(out, frozenset(on_changed))
 
 
 def node_management(slices: Iterable[Mapping[str, Any]]) -> Literal["none", "static", "dynamic"]:

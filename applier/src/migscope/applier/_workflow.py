@@ -658,18 +658,12 @@ def at_risk_now(kube: Kube, change: NodeChange, node: Obj, pods: list[Obj]) -> l
             ) from exc
         raise
     held = dra_pods_at_risk(change, pods, claims, slices)
-    at_risk.update(held)
-    changed = {g.uuid.lower() for g in change.changed_gpus if g.uuid}
-    seen_on_changed = {
-        pod
-        for pod, devices in held.items()
-        if any(d.gpu_uuid and d.gpu_uuid.lower() in changed for d in devices)
-    }
-    return _as_the_plan_says(change, pods, at_risk, seen_on_changed)
+    at_risk.update(held.pods)
+    return _as_the_plan_says(change, pods, at_risk, held.on_changed_gpu)
 
 
 def _as_the_plan_says(
-    change: NodeChange, pods: list[Obj], broad: set[str], seen: set[str] | None = None
+    change: NodeChange, pods: list[Obj], broad: set[str], seen: frozenset[str] = frozenset()
 ) -> list[str]:
     """The broad rule's pods, narrowed to what the plan knows of each pod's GPUs.
 
@@ -686,7 +680,6 @@ def _as_the_plan_says(
     node's ResourceSlices name by UUID): what the cluster shows now outweighs where the
     report saw the pod.
     """
-    seen = seen or set()
     if not change.placed:
         return sorted(broad | seen)
     placed = dict(change.placed)
