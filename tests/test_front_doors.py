@@ -431,3 +431,65 @@ def test_no_private_module_declares_all() -> None:
             if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
                 found.append(str(path.relative_to(ROOT)))
     assert found == []
+
+
+def _package_doors() -> dict[str, set[str]]:
+    """``{dotted private package: the names its __init__ exports}``, for packages with a door."""
+    doors = {}
+    for dist in DISTRIBUTIONS:
+        src = ROOT / dist / "src"
+        for init in sorted((src / "migscope" / dist).glob("_*/**/__init__.py")):
+            tree = ast.parse(init.read_text(encoding="utf-8"))
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+                ):
+                    package = ".".join(init.parent.relative_to(src).parts)
+                    doors[package] = set(ast.literal_eval(node.value))
+    return doors
+
+
+def _door_bypasses(importer: str, tree: ast.Module, doors: dict[str, set[str]]) -> list[str]:
+    """Names ``importer`` takes from inside a private package that the package's door offers.
+
+    Code inside the package imports its siblings; code outside goes through the door, so a
+    package's door is the one list of what it offers (issue 26: facades bypassed as often as
+    used). A distribution's own ``__init__`` is exempt: its lazy map names defining modules.
+    """
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.ImportFrom) and not node.level and node.module):
+            continue
+        for package, names in doors.items():
+            inside = importer == package or importer.startswith(package + ".")
+            if inside or not node.module.startswith(package + "."):
+                continue
+            offered = sorted(a.name for a in node.names if a.name in names)
+            if offered:
+                found.append(f"line {node.lineno}: {', '.join(offered)} (from {package})")
+    return found
+
+
+def test_a_private_package_is_entered_by_its_door() -> None:
+    doors = _package_doors()
+    problems = []
+    paths = [p for _, p in _modules()] + sorted((ROOT / "tests").rglob("*.py"))
+    for path in paths:
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        importer = ".".join(parts[parts.index("migscope") :] if "migscope" in parts else parts)
+        if importer.removesuffix(".__init__") in {f"migscope.{d}" for d in DISTRIBUTIONS}:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        problems += [f"{path.relative_to(ROOT)} {p}" for p in _door_bypasses(importer, tree, doors)]
+    assert not problems, "\n".join(problems)
+
+
+def test_a_door_bypass_is_found() -> None:
+    doors = {"migscope.x._p": {"Thing"}}
+    tree = ast.parse(
+        "from migscope.x._p.mod import Thing, other\n"
+        "from migscope.x._p import Thing\n"
+        "from migscope.x._p.mod import other\n"
+    )
+    assert _door_bypasses("migscope.x._q", tree, doors) == ["line 1: Thing (from migscope.x._p)"]
+    assert _door_bypasses("migscope.x._p.sibling", tree, doors) == []

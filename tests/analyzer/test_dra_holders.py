@@ -46,9 +46,7 @@ from migscope.analyzer._judge.claims import profile_selector, template_origin
 from migscope.analyzer._model import Holder
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report.data import build_report
-from migscope.analyzer._report.html import render_html
-from migscope.analyzer._report.markdown import render_markdown
+from migscope.analyzer._report import build_report, render_html, render_markdown
 from migscope.analyzer._result import AnalysisResult
 from migscope.cli.main import cli
 from migscope.core._spec.v1 import ReportV1, report_json, validate_report

@@ -233,8 +233,8 @@ def test_a_pool_plans_only_with_profiles_every_driver_in_it_has() -> None:
 def test_the_real_h200s_own_table_agrees_with_the_catalogue() -> None:
     """What the exporter published on a real H200 (driver 580.159.04, MIG disabled):
     docs/hardware/h200-profile-info.prom, read back as the analyzer reads a scrape."""
-    from migscope.analyzer._intake.dialect.identity import node_of
-    from migscope.analyzer._intake.dialect.names import GPU_INFO, GPU_PROFILE_INFO
+    from migscope.analyzer._intake.dialect import GPU_INFO, node_of
+    from migscope.analyzer._intake.dialect.names import GPU_PROFILE_INFO
     from migscope.analyzer._intake.gpu_facts import migscope_gpu_facts
     from migscope.analyzer._intake.openmetrics import read_exposition
     from migscope.core._profile_table import compare

@@ -20,8 +20,13 @@ from support.planted_slices import WEEK, planted_week
 from migscope.analyzer._model import Owner, SliceStats
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._pipeline import analyze
-from migscope.analyzer._report import build_report, render_csv, render_markdown, validate_report
-from migscope.analyzer._report.csv_report import CSV_COLUMNS
+from migscope.analyzer._report import (
+    CSV_COLUMNS,
+    build_report,
+    render_csv,
+    render_markdown,
+    validate_report,
+)
 from migscope.analyzer._result import AnalysisResult
 from migscope.core._catalogue import find_model
 from migscope.core._layout import is_valid

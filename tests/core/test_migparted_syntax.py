@@ -27,21 +27,16 @@ from hypothesis import strategies as st
 from migscope.core._catalogue import find_model
 from migscope.core._migparted import (
     ConfigError,
+    DeviceFilterError,
     check_config,
     emit_config,
     entry_applies_to,
-    parse_config,
-)
-from migscope.core._migparted.filters import (
-    DeviceFilterError,
-    parse_device_filter,
-    parse_go_uint32,
-)
-from migscope.core._migparted.instances import (
-    compute_instance_problem,
     gpu_instances,
-    split_device_profile,
+    parse_config,
+    parse_device_filter,
 )
+from migscope.core._migparted.filters import parse_go_uint32
+from migscope.core._migparted.instances import compute_instance_problem, split_device_profile
 
 A100_40 = find_model("A100-40GB")
 A100_80 = find_model("A100-80GB")

@@ -21,7 +21,7 @@ import pytest
 from support.fake_dcgm import hostengine as he
 from support.fake_dcgm.hostengine import GI, FakeHostengine
 
-from migscope.exporter._backends.base import BackendError, BackendReading
+from migscope.exporter._backends import BackendError, BackendReading
 from migscope.exporter._backends.dcgm import DEFAULT_BINDINGS, DcgmBackend
 from migscope.exporter._sampler import Sampler
 from migscope.exporter._snapshot import GpuReading

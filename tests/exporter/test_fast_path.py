@@ -30,8 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from support.exporter_snapshot import OWNERS, SNAP
 
 from migscope.exporter._collector import SnapshotCollector
-from migscope.exporter._http import ExporterApp, ExporterServer, load_web_config
-from migscope.exporter._http.limits import ConnectionLimits
+from migscope.exporter._http import ConnectionLimits, ExporterApp, ExporterServer, load_web_config
 
 TIMEOUT = 10.0  # client-side liveness bound
 

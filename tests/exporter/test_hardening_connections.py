@@ -32,9 +32,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from migscope.exporter._http import ExporterApp, ExporterServer, load_web_config
+from migscope.exporter._http import (
+    DEFAULT_LIMITS,
+    ConnectionLimits,
+    ExporterApp,
+    ExporterServer,
+    load_web_config,
+)
 from migscope.exporter._http.clientlog import Throttle
-from migscope.exporter._http.limits import DEFAULT_LIMITS, ConnectionLimits
 
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 GOOD = 3.0  # a good scrape must be answered within this (client socket timeout)

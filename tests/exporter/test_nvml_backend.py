@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from migscope.exporter._backends.base import BackendError
+from migscope.exporter._backends import BackendError
 from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._sampler import Sampler
 from migscope.exporter._snapshot import GpuReading, Snapshot

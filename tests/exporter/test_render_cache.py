@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry
 from support.exporter_snapshot import OWNERS, SLICE_A, SNAP, PodOwner
 
 from migscope.exporter._collector import SnapshotCollector
-from migscope.exporter._http.app import ExporterApp
+from migscope.exporter._http import ExporterApp
 from migscope.exporter._snapshot import CollectorStatus
 
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from migscope.core import one_line
 from migscope.exporter._attribution import DraResolver
-from migscope.exporter._backends.base import Backend, BackendError
+from migscope.exporter._backends import Backend, BackendError
 from migscope.exporter._backends.nvml import NvmlBackend
 from migscope.exporter._collector import Owner, SnapshotCollector
 from migscope.exporter._dcgm_compat import DcgmExposition, load_counters

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from migscope.exporter._backends.base import Backend, BackendError, BackendReading
+from migscope.exporter._backends import Backend, BackendError, BackendReading
 from migscope.exporter._slice_power import SliceLoad, split_power
 from migscope.exporter._snapshot import (
     ActiveSeconds,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, JsonValue, field_serializer
 
-from migscope.core._migparted.config import MigPartedConfig
+from migscope.core._migparted import MigPartedConfig
 
 SCHEMA_VERSION = 1
 REPORT_FILE = "report.json"
