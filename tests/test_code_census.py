@@ -50,7 +50,8 @@ def test_counts_of_a_small_tree(tmp_path: Path) -> None:
         {
             "core/src/migscope/core/__init__.py": '"""Core."""\n',
             "core/src/migscope/core/things.py": (
-                '"""Things."""\n\nimport os\n\n__all__ = [\n    "Thing",\n    "other",\n]\n\n\n'
+                '"""Things.\n\nWhy its own module: things."""\n\n'
+                'import os\n\n__all__ = [\n    "Thing",\n    "other",\n]\n\n\n'
                 "class Thing:\n    pass\n\n\ndef other() -> str:\n    return os.sep\n"
             ),
             "core/src/migscope/core/front.py": (
@@ -75,11 +76,12 @@ def test_counts_of_a_small_tree(tmp_path: Path) -> None:
     assert counts["facades"] == 1
     assert counts["largest_facades"] == [{"module": "migscope.core.front", "names": 2}]
     assert counts["docstring_only_modules"] == 1
+    assert counts["modules_arguing_for_themselves"] == 1
     assert counts["most_repeated_file_names"] == [{"name": "things.py", "count": 2}]
     # Code lines: 9 in things.py, 2 in front.py, 4 in sim's (the docstrings do not count);
     # wiring: 5 of things.py's (import, __all__ over 4 lines), both of front.py's, 3 of sim's.
     assert (counts["wiring_lines"], counts["code_lines"]) == (10, 15)
-    assert counts["largest_modules"][0] == {"module": "migscope.core.things", "lines": 16}
+    assert counts["largest_modules"][0] == {"module": "migscope.core.things", "lines": 18}
 
 
 def test_the_census_of_this_tree() -> None:

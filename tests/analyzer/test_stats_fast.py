@@ -41,7 +41,7 @@ from support.victoria import VictoriaServer, requires_victoria
 from migscope.analyzer._intake.dialect import Dialect
 from migscope.analyzer._intake.prometheus import PrometheusClient
 from migscope.analyzer._intake.prometheus_source import PrometheusSource, resolution_note
-from migscope.analyzer._intake.stats_promql import RemoteSliceStats, modes, remote_slice_stats
+from migscope.analyzer._intake.stats_promql import RemoteSliceStats, evaluate, remote_slice_stats
 from migscope.analyzer._intake.stats_promql.cells import (
     Grid,
     Presence,
@@ -50,7 +50,7 @@ from migscope.analyzer._intake.stats_promql.cells import (
     newest,
     union,
 )
-from migscope.analyzer._intake.stats_promql.concurrency import ordered_map
+from migscope.analyzer._intake.stats_promql.evaluate import ordered_map
 from migscope.analyzer._intake.stats_promql.quality import bad_values
 from migscope.analyzer._intake.stats_promql.queries import MAX_QUERY_CHARS, Queries, _batches
 from migscope.analyzer._intake.stats_promql.result import StatsMode
@@ -834,7 +834,7 @@ def test_auto_takes_exact_for_a_small_fleet_and_fast_above_the_threshold(
     ):
         small = remote_slice_stats(client, start=START, end=END, step=STEP)
         assert small.stats == "exact"  # 20 slices: the reference path
-        monkeypatch.setattr(modes, "AUTO_EXACT_MAX_SLICES", len(PLANTED) - 1)
+        monkeypatch.setattr(evaluate, "AUTO_EXACT_MAX_SLICES", len(PLANTED) - 1)
         large = remote_slice_stats(client, start=START, end=END, step=STEP)
         assert large.stats == "fast"
         # Fast needs whole hours ending on the hour: half an hour off, exact with a note.

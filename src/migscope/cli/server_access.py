@@ -7,7 +7,7 @@ certificate, basic auth (Grafana Cloud, hosted Mimir). The Prometheus client tak
 them (:class:`~migscope.analyzer._intake.prometheus.PrometheusClient`); this module turns the
 flags into its options.
 
-Why a module of its own: every flag names a file or a value that can be wrong in a way the
+Every flag names a file or a value that can be wrong in a way the
 server would report late and badly (a TLS handshake error, a 401, httpx quoting a header it
 refuses). Each is checked here, before the first request, and reported as one line naming
 the flag and the file. A header's value is never quoted in a message, a log or the report (it

@@ -1,6 +1,6 @@
 """Read an API answer within a size limit on its decoded bytes and within the call's timeout.
 
-Why a module of its own: the official client, asked not to deserialize
+The official client, asked not to deserialize
 (``_preload_content=False``), hands back the urllib3 response, and ``response.data`` reads it
 whole, however large, decoded in one go: a broken or hostile API server (or a proxy in front
 of it) could make one list cost gigabytes, and a gzip-encoded answer many times its size on

@@ -1,6 +1,6 @@
 """Where a report run writes, and how a good report becomes ``<out_dir>/latest``.
 
-Why its own module: an apply job reads its plan from ``latest``, so ``latest`` must only
+An apply job reads its plan from ``latest``, so ``latest`` must only
 ever show a complete, successful report, and it must change atomically: a reader sees the
 old report or the new one, never a half-written one. Each report run gets a fresh
 ``<out_dir>/<UTC time>/`` (:func:`new_run_dir`); the runner calls :func:`update_latest`

@@ -1,6 +1,6 @@
 """What the data says about each GPU itself: its model, its driver, and its own profile table.
 
-Why a module of its own: the catalogue's profile names and memory sizes are facts *per
+The catalogue's profile names and memory sizes are facts *per
 driver* (``7g.79gb`` on some A100 80GB drivers, H100 NVL 1g at 10.62 or 10.75 GiB), and a GPU
 that reports its profile table (migscope's exporter reads it from NVML and publishes
 ``migscope_gpu_mig_profile_info``) knows better than any built-in table. Both file readers and

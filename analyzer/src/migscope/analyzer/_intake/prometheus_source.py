@@ -6,7 +6,7 @@ by the server a chunk of nodes at a time, a few chunks at once
 (:mod:`~migscope.analyzer._intake.stats_promql`), so the analyzer reads small results however
 long the window. The window ends now unless ``--end`` says otherwise, and lies on the step
 grid the server evaluates. ``--stats`` picks the exact or the fast statistics (the same
-numbers at another cost, :mod:`~migscope.analyzer._intake.stats_promql.modes`).
+numbers at another cost, :func:`~migscope.analyzer._intake.stats_promql.evaluate.choose_mode`).
 
 Distributed engines: a Thanos querier's ``partial_response`` and ``max_source_resolution``,
 VictoriaMetrics' ``nocache``, Mimir's and Cortex's tenants reach the server as query
@@ -27,7 +27,7 @@ from migscope.analyzer._intake.stats_promql import (
     remote_slice_stats,
     snap_window,
 )
-from migscope.analyzer._intake.stats_promql.concurrency import DEFAULT_WORKERS
+from migscope.analyzer._intake.stats_promql.evaluate import DEFAULT_WORKERS
 from migscope.analyzer._intake.stats_promql.gpus import remote_gpu_facts
 from migscope.analyzer._intake.stats_promql.queries import Queries
 from migscope.analyzer._intake.stats_promql.result import StatsMode
@@ -68,7 +68,7 @@ class PrometheusSource:
         origin: Where the data came from, when the server only replays another source's
             (the embedded Prometheus); the server's URL otherwise.
         stats: ``exact``, ``fast`` or ``auto`` (``--stats``; see
-            :mod:`~migscope.analyzer._intake.stats_promql.modes`).
+            :func:`~migscope.analyzer._intake.stats_promql.evaluate.choose_mode`).
         workers: Chunks of nodes queried at once.
     """
 

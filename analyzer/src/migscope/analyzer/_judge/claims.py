@@ -1,6 +1,6 @@
 """Right-sizing a slice held through a Kubernetes DRA ResourceClaim: which claim, which selector.
 
-Why a module of its own: under the device plugin a smaller slice is asked for by resource
+Under the device plugin a smaller slice is asked for by resource
 name (``nvidia.com/mig-2g.35gb``), and the plan's new layout is the whole fix. Under DRA a
 pod gets a MIG slice from its ResourceClaim's device request (DeviceClass ``mig.nvidia.com``,
 kubernetes-sigs/dra-driver-nvidia-gpu), and a claim without a profile selector takes

@@ -1,6 +1,6 @@
 """What to do with a report: apply its plan, collect more history, or nothing to change.
 
-Why its own module: the HTML and Markdown reports both end their summary with it, and the
+The HTML and Markdown reports both end their summary with it, and the
 two must never disagree on whether a report may be applied, with which command, or in which
 order. The decision and the order live here (:meth:`NextStep.parts`); each format only
 renders the parts.

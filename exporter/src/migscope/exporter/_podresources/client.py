@@ -113,7 +113,7 @@ class WatcherStatus:
 def _clipped(text: str) -> str:
     """``text`` on one line and cut to ``_MAX_DETAIL_CHARS`` characters.
 
-    Not bare ``core.errors.one_line``: gRPC details can run to kilobytes, and this text ends
+    Not bare ``core._errors.one_line``: gRPC details can run to kilobytes, and this text ends
     up in ``/healthz`` and in every log line of a failing refresh.
     """
     flat = " ".join(text.split())

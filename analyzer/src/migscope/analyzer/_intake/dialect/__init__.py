@@ -52,7 +52,7 @@ create another N, at another placement or with another profile, and the two must
 merged into one slice with the statistics of both):
 
 - migscope: node, GPU UUID, GPU-instance id *and* ``mig_uuid``, which every per-slice series
-  carries (``core.metrics.MIG_LABELS``) and which is new for every new instance. Series
+  carries (``core._metrics.MIG_LABELS``) and which is new for every new instance. Series
   without it fall back to node, GPU and GPU-instance id.
 - dcgm-exporter: node, GPU UUID, ``GPU_I_ID`` *and* ``GPU_I_PROFILE``: there is no MIG UUID
   outside DRA mode (and DRA's ``dra_mig_device_uuid`` is a pod attribute, present only while
@@ -73,7 +73,7 @@ The package, one job a module: :mod:`.names` (the series each dialect is read fr
 :mod:`.identity` (what labels say about a slice), :mod:`.detect` (which dialect, or why
 none), :mod:`.from_migscope` and :mod:`.from_dcgm` (each dialect's reader), :mod:`.grouping`
 (the steps both readers share), :mod:`.checks` (the data-quality pass both run, with its
-notes) and :mod:`.reader` (the entry point of the file path).
+notes) and :mod:`.reader` (the entry point of the file path, with what its series say of each GPU).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The data-quality pass of both file readers: every number of a slice held to its range.
 
-Why a module of its own: migscope's and dcgm-exporter's readers read different series but
+migscope's and dcgm-exporter's readers read different series but
 must apply the same rules (:mod:`migscope.analyzer._intake.stats_local.quality`) and report them
 the same
 way, one note per kind for the whole file. The pass runs while the readers group the series,

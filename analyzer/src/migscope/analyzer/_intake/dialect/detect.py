@@ -1,6 +1,6 @@
 """Which exporter wrote a set of series, and why none, when the answer is neither.
 
-Why a module of its own: detection and its failure message are shared by the file reader
+Detection and its failure message are shared by the file reader
 and the Prometheus source, so that both tell a user the same thing about the same data: the
 dcgm-exporter families found without ``GPU_I_ID`` (MIG off), or the names closest to the
 expected ones (a relabelling renamed them).

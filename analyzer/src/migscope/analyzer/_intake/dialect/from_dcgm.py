@@ -1,6 +1,6 @@
 """Read dcgm-exporter's series into one :class:`SliceSeries` per slice.
 
-Why a module of its own: dcgm-exporter has no slice series of its own; a slice is node, GPU
+dcgm-exporter has no slice series of its own; a slice is node, GPU
 UUID, ``GPU_I_ID`` and ``GPU_I_PROFILE`` on its per-GI families (there is no MIG UUID outside
 DRA mode), each quantity comes under 4.8's name or 4.9's (framebuffer in MiB or in bytes,
 :data:`~migscope.analyzer._intake.dialect.names.DCGM_FIELDS`), memory total is ``FB_USED + FB_FREE``

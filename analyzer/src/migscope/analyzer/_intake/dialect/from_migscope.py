@@ -1,7 +1,7 @@
 """Read migscope's own series into one :class:`SliceSeries` per slice.
 
-Why a module of its own: migscope names a slice in ``migscope_mig_info`` and labels every
-per-slice series with ``core.metrics.MIG_LABELS``, so a slice is node, GPU UUID, GPU-instance
+migscope names a slice in ``migscope_mig_info`` and labels every
+per-slice series with ``core._metrics.MIG_LABELS``, so a slice is node, GPU UUID, GPU-instance
 id and ``mig_uuid`` (new for every instance MIG Manager creates), and its model, pods and
 energy come from series dcgm-exporter does not have. Its activity is read from the
 active-seconds counter where the slice has one, and from the ratio gauge where it has not

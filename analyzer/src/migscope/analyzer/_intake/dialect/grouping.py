@@ -1,6 +1,6 @@
 """Small steps both dialects' readers take when they gather a slice's series.
 
-Why a module of its own: a slice's series (one per pod label set, per name spelling) are
+A slice's series (one per pod label set, per name spelling) are
 merged the same way whichever exporter wrote them: its current labels are those of the
 series seen last, re-created instances are ordered by their first sample, and the pods that
 held it are the union of the timestamps of the series naming each pod.

@@ -1,6 +1,6 @@
 """What a series' labels say about a slice: node, pod, identity, model and size.
 
-Why a module of its own: the file reader here and the Prometheus source
+The file reader here and the Prometheus source
 (:mod:`migscope.analyzer._intake.stats_promql`) must read labels the same way, or the same
 history would give two different reports; both take these helpers and constants.
 """

@@ -1,6 +1,6 @@
 """The series names each dialect is read from, and which names the file reader must keep.
 
-Why a module of its own: migscope's names come from the exporter's contract
+migscope's names come from the exporter's contract
 (:mod:`migscope.core._metrics`, so that a renamed metric fails here loudly instead of
 silently reading nothing), dcgm-exporter's are spelled here once, with their units and the
 evidence for each, and the file reader, the Prometheus source and the error messages all ask

@@ -1,20 +1,23 @@
 """The file path's entry point: a set of series in, one :class:`SliceSeries` per slice out.
 
-Why a module of its own: it is what the embedded source calls; it detects the dialect, hands
-the series to that dialect's reader (:mod:`.from_migscope` or :mod:`.from_dcgm`) and carries
-the reader's notes along with the slices.
+It is what the embedded source calls; it detects the dialect, hands the series to that
+dialect's reader (:mod:`.from_migscope` or :mod:`.from_dcgm`) and carries the reader's notes
+along with the slices, and what the file's per-GPU families say of each GPU (model, driver,
+own profile table: :func:`file_gpu_facts`; :mod:`migscope.analyzer._intake.gpu_facts` reads
+the label sets, and the Prometheus source asks the server the same questions).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from migscope.analyzer._intake.dialect.detect import Dialect, detect_dialect
 from migscope.analyzer._intake.dialect.from_dcgm import dcgm_moves, dcgm_slices
 from migscope.analyzer._intake.dialect.from_migscope import migscope_moves, migscope_slices
-from migscope.analyzer._intake.dialect.gpus import file_gpu_facts
-from migscope.analyzer._intake.dialect.identity import DEFAULT_NODE
-from migscope.analyzer._intake.gpu_facts import GpuFacts
+from migscope.analyzer._intake.dialect.grouping import NodeMoves
+from migscope.analyzer._intake.dialect.identity import DEFAULT_NODE, node_of
+from migscope.analyzer._intake.dialect.names import GPU_INFO, GPU_PROFILE_INFO
+from migscope.analyzer._intake.gpu_facts import GpuFacts, dcgm_gpu_facts, migscope_gpu_facts
 from migscope.analyzer._intake.openmetrics import SeriesSet
 from migscope.analyzer._intake.stats_local import SliceSeries
 
@@ -83,3 +86,36 @@ def iter_slice_series(
         moves = dcgm_moves(series, default_node)
     gpus = file_gpu_facts(series, chosen, default_node, moves)
     return SliceReader(chosen, items, notes, gpus)
+
+
+def _dcgm_label_sets(series: SeriesSet) -> Iterator[Mapping[str, str]]:
+    for kept in series.series.values():
+        for one in kept:
+            yield one.labels
+    for sets in series.label_sets.values():
+        yield from sets
+
+
+def file_gpu_facts(
+    series: SeriesSet, dialect: Dialect, default_node: str, moves: NodeMoves | None = None
+) -> list[GpuFacts]:
+    """Each GPU of the file, as its own series describe it.
+
+    A GPU whose node label changed in the window is under its newest node name
+    (:class:`~migscope.analyzer._intake.dialect.grouping.NodeMoves`).
+    """
+
+    def node(labels: Mapping[str, str]) -> str:
+        found = node_of(labels, default=default_node)
+        if moves is None:
+            return found
+        uuid = labels.get("gpu_uuid") or labels.get("UUID") or labels.get("uuid") or ""
+        return moves.node(uuid, found)
+
+    if dialect is Dialect.MIGSCOPE:
+        return migscope_gpu_facts(
+            (s.labels for s in series.get(GPU_INFO)),
+            (s.labels for s in series.get(GPU_PROFILE_INFO)),
+            node_of=node,
+        )
+    return dcgm_gpu_facts(_dcgm_label_sets(series), node_of=node)

@@ -1,6 +1,6 @@
 """Activity from the exporter's active-seconds counter, preferred to the ratio gauge.
 
-Why a module of its own: the exporter publishes a slice's activity twice, as the ratio gauge
+The exporter publishes a slice's activity twice, as the ratio gauge
 ``migscope_mig_graphics_active_ratio`` (the mean of its last GPM window before a scrape, 10 s
 by default) and as the counter ``migscope_mig_graphics_active_seconds_total`` (the integral of
 the same ratio). Scraped every 30 s or 60 s, the gauge sees a third or a sixth of the time

@@ -1,6 +1,6 @@
 """Per-hour use of a slice: activity and allocation in ``period``-long buckets.
 
-Its own module because the buckets follow rules of their own, set by the server's range
+The buckets follow rules of their own, set by the server's range
 queries rather than by the window statistics: a bucket is a whole number of step intervals,
 each interval's activity is its last sample, and the window must sit on the period grid
 (:func:`hourly_buckets`). :func:`~migscope.analyzer._intake.stats_local.slice_stats` fills

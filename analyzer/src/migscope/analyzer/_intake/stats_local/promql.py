@@ -1,6 +1,6 @@
 """PromQL's ``quantile_over_time`` and ``increase()``, copied to the last bit.
 
-Its own module because these two are the definitions that must match the server's exactly
+These two are the definitions that must match the server's exactly
 (``tests/analyzer/test_stats_agree.py`` holds them to a real Prometheus and
 VictoriaMetrics): the textbook quantile and a plain last-minus-first would differ from what
 :mod:`~migscope.analyzer._intake.stats_promql` reads back, and a report would change with

@@ -1,6 +1,6 @@
 """The range every number read must lie in, what becomes of one outside it, and the notes.
 
-Why a module of its own: an exporter bug, a relabelling or a hand-edited file can hand the
+An exporter bug, a relabelling or a hand-edited file can hand the
 analyzer ``+Inf``, ``1e308``, a 700 % activity or more memory in use than the slice has. Left
 alone they crash the report (JSON has no infinity) or, worse, change verdicts silently: a
 negative activity reads as idle, an infinite memory total makes any use look small. Both

@@ -1,8 +1,7 @@
 """The input of the window statistics: one series' samples, and everything about one slice.
 
-Its own module because every other part of :mod:`migscope.analyzer._intake.stats_local` (and the
-dialect
-readers, the history writer, the sources) works on these containers: :class:`TimeSeries`
+Every other part of :mod:`migscope.analyzer._intake.stats_local` (and the dialect readers,
+the history writer, the sources) works on these containers: :class:`TimeSeries`
 keeps timestamps as whole milliseconds, as Prometheus stores them, and
 :meth:`TimeSeries.between` selects the samples a range selector would, with the window edges
 of the engine named by :data:`RangeSemantics`.

@@ -1,6 +1,6 @@
 """One slice's summary of a window: :func:`slice_stats` and its generator over a fleet.
 
-Its own module because this is where the pieces meet: the samples a range selector sees
+This is where the pieces meet: the samples a range selector sees
 (:mod:`.series`), PromQL's quantiles and ``increase()`` (:mod:`.promql`) and the per-hour
 buckets (:mod:`.hourly`) become one :class:`~migscope.analyzer._model.SliceStats`, with
 coverage, allocation and owners counted in step intervals (see the package docstring).

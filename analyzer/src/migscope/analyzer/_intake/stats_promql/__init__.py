@@ -1,4 +1,4 @@
-"""Slice statistics computed by the server in PromQL: the Prometheus path of ``analyzer.stats``.
+"""Slice statistics computed by the server in PromQL: the Prometheus path of ``stats_local``.
 
 The analyzer must not pull a week of raw samples per slice to summarise it: at 10,000 slices
 that is 100 million points. Instead every :class:`~migscope.analyzer._model.SliceStats` field
@@ -9,16 +9,16 @@ is therefore proportional to the slices of one node chunk, whatever the window l
 The numbers must equal what :func:`migscope.analyzer._intake.stats_local.slice_stats` computes from
 the
 same raw samples (``tests/analyzer/test_stats_agree.py`` holds both to it on a real
-Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s definitions:
+Prometheus and a real VictoriaMetrics). So the queries copy ``stats_local``'s definitions:
 
 * **NaN is dropped, not sorted first.** ``quantile_over_time`` over a raw range counts NaN
-  as the lowest value, while ``analyzer.stats`` ignores NaN. Each value is therefore taken per
+  as the lowest value, while ``stats_local`` ignores NaN. Each value is therefore taken per
   step interval first and filtered with ``>= 0`` (the filter drops NaN):
   ``quantile_over_time(0.95, (max by (slice) (last_over_time(x[step])) >= 0)[W:step])``.
   With data once per step (the analyzer's expected resolution) that is exactly the raw
   samples; with a faster scrape the quantiles see the last sample of each step interval
   (``max`` uses ``max_over_time`` per interval, so it stays exact at any scrape rate).
-* **Coverage and allocation count step intervals**, as ``analyzer.stats`` does: a subquery
+* **Coverage and allocation count step intervals**, as ``stats_local`` does: a subquery
   ``count_over_time((count by (slice) (...[step]))[W:step])`` counts the intervals
   ``(end-(k+1)·step, end-k·step]`` that hold a sample. Subquery points are aligned to
   multiples of ``step`` since the epoch, so the window must lie on that grid (end rounded
@@ -26,7 +26,7 @@ Prometheus and a real VictoriaMetrics). So the queries copy ``analyzer.stats``'s
   applies once); :func:`remote_slice_stats` refuses a window off the grid.
 * **Prometheus 2.x ranges are closed** (``[start, end]``). For counting, the per-interval
   range is ``step - 1ms`` and the subquery ``W - 1ms`` so intervals do not overlap; the
-  sample exactly at ``start`` is then not counted (``analyzer.stats`` folds it into the oldest
+  sample exactly at ``start`` is then not counted (``stats_local`` folds it into the oldest
   interval, so the two differ only if that interval has no other sample).
 * **Energy** is ``increase()`` on Prometheus and ``increase_prometheus()`` on
   VictoriaMetrics, whose plain ``increase()`` reaches back before the window.
@@ -67,15 +67,15 @@ work across series that makes the queries above costly (each statistic, evaluate
 step of a week for every series of a chunk, aggregates and filters them 10,080 times): it
 reads each series alone in a few raw passes and combines them per slice in Python, and sends
 the exact queries above, restricted to them, for the slices its reads cannot settle. Which
-path runs is :mod:`.modes`'s choice (``auto``: exact up to 64 slices).
+path runs is :func:`.evaluate.choose_mode`'s choice (``auto``: exact up to 64 slices).
 
-The package, one job a module: :mod:`.window` (the snapped window), :mod:`.discovery` (engine,
+The package, one job a module: :mod:`.discovery` (engine,
 dialect, names and nodes, read at once), :mod:`.queries` (the PromQL building blocks),
 :mod:`.inventory` (which slices a chunk holds), :mod:`.statistics` (their fields, the exact
 path), :mod:`.quality` (the numbers out of range), :mod:`.per_series` (the fast path's reads),
-:mod:`.cells` (its interval counts), :mod:`.fast` (its slices), :mod:`.modes` (which path),
-:mod:`.concurrency` (a few chunks at once), :mod:`.result` (the iterator, its cost and its
-notes) and :mod:`.evaluate` (the entry point).
+:mod:`.cells` (its interval counts), :mod:`.fast` (its slices), :mod:`.result` (the
+iterator, its cost and its notes) and :mod:`.evaluate` (the entry point: the snapped window,
+the path taken, a few chunks at once).
 """
 
 from __future__ import annotations
@@ -84,9 +84,8 @@ from migscope.analyzer._intake.stats_promql.discovery import (
     detect_remote_dialect,
     detect_semantics,
 )
-from migscope.analyzer._intake.stats_promql.evaluate import remote_slice_stats
+from migscope.analyzer._intake.stats_promql.evaluate import remote_slice_stats, snap_window
 from migscope.analyzer._intake.stats_promql.result import RemoteSliceStats
-from migscope.analyzer._intake.stats_promql.window import snap_window
 
 __all__ = [
     "RemoteSliceStats",

@@ -1,6 +1,6 @@
 """Which step intervals of the window each series has a sample in, cell by cell: pure counting.
 
-Why a module of its own: the fast path (:mod:`.fast`) must count step intervals of a *slice*
+The fast path (:mod:`.fast`) must count step intervals of a *slice*
 (coverage, allocation, owners, the hours of the heatmap) from reads of each *series* alone,
 because aggregating series per step on the server is what made the exact path slow. A
 slice's series (activity and memory, the pods that held it, one per pod label set) are

@@ -1,6 +1,6 @@
 """Before any statistic: which engine answers, which dialect it holds, by which names, where.
 
-Why a module of its own: these are the few cheap calls that run at once, so that a wrong
+These are the few cheap calls that run at once, so that a wrong
 server, an empty window or a fleet without MIG fails before the first statistic is asked
 for; they read the label index (``label_values``), never samples.
 """
@@ -32,7 +32,7 @@ from migscope.analyzer._intake.stats_promql.queries import NON_EMPTY
 def detect_semantics(client: PrometheusClient) -> RangeSemantics:
     """Which engine answers: Prometheus 2.x, 3.x, or VictoriaMetrics (no version reported).
 
-    Why: window edges and ``increase()`` differ between them (see ``analyzer.stats``), and the
+    Why: window edges and ``increase()`` differ between them (see ``stats_local``), and the
     energy query must call ``increase_prometheus()`` on VictoriaMetrics. Front ends that
     report their own version (Thanos, Mimir) are taken as Prometheus 3 unless it starts
     with ``2.``; pass ``semantics=`` to override.

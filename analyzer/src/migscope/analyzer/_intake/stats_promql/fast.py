@@ -1,6 +1,6 @@
 """The fast path: each slice's statistics from a few reads per series, exact where it matters.
 
-Why a module of its own: :mod:`.statistics` (the exact path) is the definition on a server,
+:mod:`.statistics` (the exact path) is the definition on a server,
 one aggregation per field over ``[W:step]`` subqueries; this computes the *same numbers* from
 the per-series reads of :mod:`.per_series` wherever they provably are the same, and asks the
 exact queries, restricted to the slices concerned (:meth:`Queries.restricted`), for the rest.

@@ -1,6 +1,6 @@
 """What the server's series say of each GPU: model, driver, and its own profile table.
 
-Why a module of its own: the statistics are per slice, these facts per GPU, read once per
+The statistics are per slice, these facts per GPU, read once per
 chunk of nodes with instant queries over the window (two for migscope's dialect, one for
 dcgm-exporter's); :mod:`migscope.analyzer._intake.gpu_facts` reads the label sets as the file
 readers do.

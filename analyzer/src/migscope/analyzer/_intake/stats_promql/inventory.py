@@ -1,6 +1,6 @@
 """Which slices a chunk of nodes holds, what each is, and in which order they are reported.
 
-Why a module of its own: the statistics are read per slice *key*, but which slices exist,
+The statistics are read per slice *key*, but which slices exist,
 their profile and model and memory size, come from different series in each dialect
 (``migscope_mig_info`` and ``migscope_gpu_info``; dcgm-exporter's labels on its activity,
 framebuffer or presence series), and this is where the two are told apart.

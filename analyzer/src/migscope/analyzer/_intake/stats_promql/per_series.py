@@ -1,6 +1,6 @@
 """The fast path's reads: a few numbers per *series*, never aggregated across series per step.
 
-Why a module of its own: what makes the exact path slow is not the subqueries but the work
+What makes the exact path slow is not the subqueries but the work
 per step they ask for across series (``max by (slice)``, ``>= 0``, ``or``): measured on a week
 of 112 slices at one sample a minute (Prometheus 2.42), a range function over each raw series
 reads it in ~0.5 ms, the same inside a ``[7d:1m]`` subquery ~1.5 ms, and each aggregation or

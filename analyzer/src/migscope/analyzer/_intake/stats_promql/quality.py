@@ -1,6 +1,6 @@
 """The data-quality rules on the server's side: which slices hold bad numbers, and how many.
 
-Why a module of its own: the statistics' queries already apply the rules of
+The statistics' queries already apply the rules of
 :mod:`migscope.analyzer._intake.stats_local.quality` (``>= 0 < Inf`` drops what is not a usable
 value,
 ``clamp_max`` holds activity at 1, memory statistics are capped after), so that the numbers

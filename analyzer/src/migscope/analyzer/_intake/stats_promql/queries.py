@@ -1,6 +1,6 @@
 """The PromQL of one run: ranges, selectors, the per-interval building blocks, and asking.
 
-Why a module of its own: every statistic is assembled from the same few pieces (a selector
+Every statistic is assembled from the same few pieces (a selector
 limited to the chunk's nodes, one value per slice and step interval, the count of intervals
 that hold something), and every answer is read back into slices the same way; the
 inventory (:mod:`.inventory`) and the statistics (:mod:`.statistics`) both build on it.

@@ -1,6 +1,6 @@
 """What a run of server-side statistics returns: the slices, and what producing them cost.
 
-Why a module of its own: :class:`RemoteSliceStats` is both the iterator callers consume and
+:class:`RemoteSliceStats` is both the iterator callers consume and
 the account the queries add to as they run; the query modules import it, and the entry
 point (:mod:`.evaluate`) creates it.
 """
@@ -34,10 +34,10 @@ MAX_NAMED_NODES = 20
 """Nodes a note names before it says "and N more": a whole zone gone quiet stays one line."""
 
 StatsMode: TypeAlias = Literal["exact", "fast", "auto"]
-"""How the statistics are computed (:mod:`.modes`): ``exact`` evaluates every field as one
-PromQL aggregation per slice over ``[W:step]`` subqueries; ``fast`` reads each series in few
-raw passes and combines them per slice in Python, the exact queries kept for the slices that
-need them; ``auto`` picks by the fleet's size."""
+"""How the statistics are computed (:func:`.evaluate.choose_mode`): ``exact`` evaluates every
+field as one PromQL aggregation per slice over ``[W:step]`` subqueries; ``fast`` reads each
+series in few raw passes and combines them per slice in Python, the exact queries kept for
+the slices that need them; ``auto`` picks by the fleet's size."""
 
 
 def silent_nodes_note(server: str, nodes: tuple[str, ...]) -> str:
@@ -55,9 +55,10 @@ def silent_nodes_note(server: str, nodes: tuple[str, ...]) -> str:
 class Ledger:
     """What one chunk's queries cost and found, kept apart until the chunk is consumed.
 
-    Why: chunks are evaluated on worker threads (:mod:`.concurrency`); each writes to its own
-    ledger, and :meth:`RemoteSliceStats.merge` adds it to the run in chunk order, so that the
-    totals need no lock and the notes come out in the same order whatever the concurrency.
+    Why: chunks are evaluated on worker threads (:func:`.evaluate.ordered_map`); each writes to
+    its own ledger, and :meth:`RemoteSliceStats.merge` adds it to the run in chunk order, so
+    that the totals need no lock and the notes come out in the same order whatever the
+    concurrency.
 
     Attributes:
         queries: Requests sent (instant and range queries).
@@ -124,7 +125,7 @@ class RemoteSliceStats(Iterator[SliceStats]):
             as if ``node_label`` were set (:meth:`Queries.over`).
         nodes: The nodes, in processing order.
         stats: How the statistics are computed: ``"exact"`` or ``"fast"`` (``"auto"``
-            resolved, see :mod:`.modes`).
+            resolved, see :func:`.evaluate.choose_mode`).
         workers: Chunks evaluated at once (1: one after the other).
         queries: Queries sent so far (instant and range).
         fast_slices: Slices whose statistics came from per-series reads (fast path).

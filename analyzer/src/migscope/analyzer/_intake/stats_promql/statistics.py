@@ -1,7 +1,7 @@
 """Every statistic of a chunk's slices: one PromQL aggregation per field, evaluated by the server.
 
-Why a module of its own: this is where :class:`~migscope.analyzer._model.SliceStats` is put
-together from the answers, field by field, with the definitions of ``analyzer.stats`` (see the
+This is where :class:`~migscope.analyzer._model.SliceStats` is put
+together from the answers, field by field, with the definitions of ``stats_local`` (see the
 package docstring for how each query matches them).
 """
 

@@ -1,6 +1,6 @@
 """The planner's input, checked and aggregated: classes, pools and their candidate layouts.
 
-Its own module because this is what both the exact planner and the baselines start from,
+This is what both the exact planner and the baselines start from,
 before any layout is chosen: :func:`prepare` checks the pool, aggregates it (so the MILP's
 size depends on the variety of the fleet, not on its size) and lists each pool's candidate
 layouts; :func:`parked_target` and :func:`balanced_layout` are the two fixed targets the

@@ -1,6 +1,6 @@
 """Turning a choice of layouts into a :class:`~migscope.analyzer._plan.result.Plan`.
 
-Its own module because it is the planner's second half, the same whatever chose the
+It is the planner's second half, the same whatever chose the
 layouts (the MILP, a heuristic, a baseline): given a target per GPU and per target the
 coverage the solver counted (:class:`Usage`), :func:`realize` places the instances, decides
 which of them count towards demand on which GPU, and builds the stranded slices, the

@@ -1,6 +1,6 @@
 """The aggregated layout MILP as columns and rows: the formulation of the package docstring.
 
-Its own module because building the model is pure bookkeeping, apart from running it:
+Building the model is pure bookkeeping, apart from running it:
 :func:`build` turns a :class:`~migscope.analyzer._plan._engine.Prepared` pool into a
 :class:`LinearModel` (bounds, rows and two costs per column, so that it can be solved as one
 weighted sum or in two stages) and the :class:`Columns` that say which column is which

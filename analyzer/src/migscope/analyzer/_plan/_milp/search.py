@@ -1,6 +1,6 @@
 """The planner's use of the MILP: warm starts, the staged solve, and the answer in its terms.
 
-Its own module because this is the search strategy, apart from the model (:mod:`.model`)
+This is the search strategy, apart from the model (:mod:`.model`)
 and from running HiGHS (:mod:`.session`): :func:`solve` completes the constructive plans
 into warm starts, decides whether the weights allow the two-stage solve
 (:func:`_dominant`), never returns worse than its best start, and reads the solution back

@@ -1,6 +1,6 @@
 """One HiGHS model of the MILP, run within a deadline, every solution it returns checked.
 
-Its own module because HiGHS cannot be taken at its word: :class:`Session` holds the loaded
+HiGHS cannot be taken at its word: :class:`Session` holds the loaded
 model and the changes the planner makes between runs (pinned columns, costs, a coverage
 row), checks each solution against the model as the planner built it and recomputes its
 objective, and runs again without presolve when HiGHS's answer does not hold.

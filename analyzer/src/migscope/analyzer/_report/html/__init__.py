@@ -5,7 +5,7 @@ docs/report-schema.md): no external CSS, fonts, images or scripts, and a
 Content-Security-Policy that forbids the page from loading anything (links to Grafana are
 navigation, which the reader chooses). It scales: a 5,000-slice fleet is a few MB that a
 browser opens in seconds, because slices are aggregated per node, drill-downs are collapsed
-and heatmaps are images. This module assembles the page; each part has its own module:
+and heatmaps are images. This module assembles the page from its parts, one module each:
 
 * :mod:`.summary`: the headline cards (waste, cost, GPUs freeable, change since the last
   run), the teams that waste most, the next step (the command to apply the plan), and the

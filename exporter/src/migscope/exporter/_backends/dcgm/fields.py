@@ -1,6 +1,6 @@
 """DCGM's numbers: field ids, entity groups, return codes and blank sentinels, and decoding.
 
-Why a module of its own: these are facts of DCGM's C API (``dcgm_fields.h``,
+These are facts of DCGM's C API (``dcgm_fields.h``,
 ``dcgm_structs.h``), stable across versions, that every other part of the backend reads. Field
 constants were renamed in DCGM 4.6 but the integer ids never change, so the ids are used. A
 value DCGM does not have is a *blank* sentinel (``DCGM_FP64_BLANK`` = 2**47 and up,

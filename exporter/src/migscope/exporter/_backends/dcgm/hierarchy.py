@@ -1,6 +1,6 @@
 """The GPUs and GPU instances DCGM knows, resolved against the catalogue.
 
-Why its own module: DCGM numbers GPU-instance entities itself (``gpuId * maxGpcs + n``), not
+DCGM numbers GPU-instance entities itself (``gpuId * maxGpcs + n``), not
 as NVML GI ids, and reuses the numbers after MIG Manager re-partitions a GPU. The mapping to
 NVML GI ids and profiles comes from ``dcgmGetGpuInstanceHierarchy``, read here; the backend
 re-reads it every ``hierarchy_interval`` seconds and at once when an instance stops answering.

@@ -1,6 +1,6 @@
 """Field values from the hostengine's cache, and the measurements made of them.
 
-Why its own module: every reading (GPU, slice, energy, identity) goes through the same two
+Every reading (GPU, slice, energy, identity) goes through the same two
 steps: one ``dcgmEntitiesGetLatestValues`` call, decoded (:func:`latest`), then one value per
 field in which a real error is noted against its collector and "no such value here" is
 simply absent (:func:`field_value`). Framebuffer sizes arrive in MiB and become bytes here;

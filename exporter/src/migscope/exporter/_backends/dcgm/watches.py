@@ -1,6 +1,6 @@
 """What the backend asks the hostengine to sample: two field groups over one entity group.
 
-Why its own module: watches are state on the hostengine, named, shared with every other
+Watches are state on the hostengine, named, shared with every other
 client of it, and kept until deleted. This class creates them with names unique per process
 and backend, re-creates the entity group when the MIG layout changes, and deletes everything
 on close, best effort (on a dead connection there is nothing left to free). The hostengine

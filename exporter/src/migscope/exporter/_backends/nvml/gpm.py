@@ -1,6 +1,6 @@
 """GPM activity of GPUs and MIG slices over a window that slides every refresh.
 
-Why its own module: per-slice activity in MIG mode exists only through GPM (Hopper and
+Per-slice activity in MIG mode exists only through GPM (Hopper and
 newer), from ``nvmlGpmMigSampleGet(parent, gi_id)``, and it is the expensive part of a cycle.
 GPM gives no instantaneous value: ``nvmlGpmMetricsGet`` averages the activity between two
 samples. So each owner (a GPU, or a slice) keeps a short ring of the samples it took, one per

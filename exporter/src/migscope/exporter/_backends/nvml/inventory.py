@@ -1,6 +1,6 @@
 """What the NVML backend knows of the GPUs between cycles, and how NVML's answers build it.
 
-Why its own module: enumeration is the slow part of NVML (``GetMigMode`` and
+Enumeration is the slow part of NVML (``GetMigMode`` and
 ``GetMaxMigDeviceCount`` ≈150 µs each on a real H200, against ≈7 µs for memory), so its
 result is cached and rebuilt only every ``enumerate_interval`` or when a MIG handle goes
 stale. Rebuilding keeps what must survive it: the GPM samples of slices that remain (same GI
@@ -9,7 +9,7 @@ and session, again when its MIG mode or layout changed: :mod:`.profiles`). A sli
 and placement come from the GI info (privileged) or else from the MIG device's name, readable
 without privileges. On a MIG-enabled GPU every GPU-instance query NVML refuses with
 NO_PERMISSION is recorded (:attr:`NvmlGpu.privilege_error`), so that the backend can say which
-privilege the container lacks (:mod:`.privileges`).
+privilege the container lacks (:func:`.codes.privilege_message`).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from migscope.exporter._backends.nvml.codes import (
     NOT_FOUND,
     SESSION_GONE,
     code_of,
+    privilege_message,
     text,
 )
 from migscope.exporter._backends.nvml.gpm import GpmRing
-from migscope.exporter._backends.nvml.privileges import message as privilege_message
 from migscope.exporter._backends.nvml.profiles import read_profile_table
 from migscope.exporter._snapshot import MigProfileInfo
 

@@ -1,6 +1,6 @@
 """The GPU's own GPU-instance profile table, read from NVML (``nvidia-smi mig -lgip/-lgipp``).
 
-Why its own module: the table is what the driver really offers (names, memory sizes and
+The table is what the driver really offers (names, memory sizes and
 placements differ by driver branch), so the exporter publishes it and the analyzer prefers it
 to migscope's catalogue. Reading it is slow — ``nvmlDeviceGetGpuInstanceProfileInfo`` took
 ≈500 µs per call on a real H200 (tests/fixtures/h200/nvml_probe_full.json), and a GPU has up
@@ -20,7 +20,7 @@ NVML semantics followed (H200, driver 580, MIG disabled; tests/fixtures/h200/):
   sets ``count``, whatever ``count`` held (a real H200 wrote 7 with count 0 or 2): the array
   handed to it is always large enough for any GPU. It needs privileges: NO_PERMISSION leaves
   the placements unknown (empty), not the profile, and is recorded in ``refused`` (the
-  enumeration reports it on MIG-enabled GPUs: :mod:`.privileges`).
+  enumeration reports it on MIG-enabled GPUs: :func:`.codes.privilege_message`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one error a web-config file raises, naming the file and the key in one line.
 
-Why its own module: the schema's validators, the TLS context builder and the loader all
+The schema's validators, the TLS context builder and the loader all
 raise it, and the schema builds the TLS context, so the error lives below all three.
 """
 

@@ -1,6 +1,6 @@
 """Read a web-config file once, at startup, and prove it: the one entry point.
 
-Why its own module: reading is where the file's problems become one line each, in order:
+Reading is where the file's problems become one line each, in order:
 unreadable, not YAML (the one strict loader: duplicate keys refused), not a mapping, a
 toolkit key migscope recognises but refuses (named with the reason, before the generic
 schema would call it "unknown"), the schema (a null ``tls_server_config`` is read as the

@@ -1,6 +1,6 @@
 """Pydantic's errors about a web-config file as ``(key, message)``, in the file's terms.
 
-Why its own module: the words come from the one formatter every migscope reader uses
+The words come from the one formatter every migscope reader uses
 (:func:`migscope.core._validation.describe_error`); what is this file's own is adapted here
 before it is called. :class:`~migscope.exporter._http.webconfig.WebConfigError` names the
 key apart from the message, and names the missing key itself (``tls_server_config.key_file:

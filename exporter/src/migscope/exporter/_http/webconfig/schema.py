@@ -1,6 +1,6 @@
 """The web-config file's schema: strict pydantic models of the exporter-toolkit format.
 
-Why its own module: what a valid file is (keys, types, allowed headers, bcrypt hashes, which
+What a valid file is (keys, types, allowed headers, bcrypt hashes, which
 client-auth modes Python's TLS can honour and which combinations make sense) is one
 question, answered here in the file's own words through :func:`problem`; reading the file
 and wording pydantic's errors is :mod:`.loader`'s and :mod:`.messages`' job.

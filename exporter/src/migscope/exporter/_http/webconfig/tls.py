@@ -1,6 +1,6 @@
 """``tls_server_config`` as an OpenSSL server context, every file loaded at startup.
 
-Why its own module: translating the exporter-toolkit's names (``TLS12``,
+Translating the exporter-toolkit's names (``TLS12``,
 ``RequireAndVerifyClientCert``) into :mod:`ssl` settings, and OpenSSL's errors back into one
 line naming the key (``KEY_VALUES_MISMATCH`` on ``cert_file``), is the one place the file
 meets Python's TLS stack. The schema checks combinations; this proves the files load, and
