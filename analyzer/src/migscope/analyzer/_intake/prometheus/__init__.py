@@ -26,9 +26,10 @@ deadline however slowly the server sends, and every answer is read within
 :data:`DEFAULT_MAX_RESPONSE_BYTES` decoded bytes; secrets are never quoted in messages.
 
 The package, along a request: :mod:`.client` (the public calls, their options and times),
-:mod:`.transport` (the httpx client, authentication, sending, retries, reading an answer
-within the size limit, the usage counters), :mod:`.deadline` (one deadline per request, kept
-by every connection) and :mod:`.answers` (the envelope check, the results and the errors).
+:mod:`.transport` (the httpx client, authentication, sending, retries, the usage counters),
+:mod:`.body` (an answer read within the size limit), :mod:`.deadline` (one deadline per
+request, kept by every connection) and :mod:`.answers` (the envelope check, the results and
+the errors).
 Log records of all of them go to the ``migscope.analyzer._intake.prometheus`` logger.
 """
 
@@ -45,9 +46,9 @@ from migscope.analyzer._intake.prometheus.answers import (
     Sample,
     Series,
 )
+from migscope.analyzer._intake.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
 from migscope.analyzer._intake.prometheus.client import PrometheusClient, Timestamp
 from migscope.analyzer._intake.prometheus.transport import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     ClientUsage,
 )

@@ -28,8 +28,8 @@ from migscope.analyzer._intake.prometheus.answers import (
     Series,
     clip,
 )
+from migscope.analyzer._intake.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
 from migscope.analyzer._intake.prometheus.transport import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_TIMEOUT,
     ApiTransport,
     BearerToken,
