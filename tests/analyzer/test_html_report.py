@@ -30,8 +30,8 @@ from migscope.analyzer._report import build_report, render_html, validate_report
 from migscope.analyzer._report.html import LAYOUT_LEFT_PX, LAYOUT_SLICE_PX
 from migscope.analyzer._report.html.png import LEVELS, UNKNOWN
 from migscope.analyzer._result import AnalysisResult
-from migscope.cli.analyze_inputs import choose_source, parse_window
-from migscope.cli.demo_cmd import DEMO_FLEET
+from migscope.cli._analyze_inputs import choose_source, parse_window
+from migscope.cli._demo_cmd import DEMO_FLEET
 from migscope.cli.main import cli
 from migscope.core._catalogue import find_model
 from migscope.core._spec.v1 import report_json

@@ -21,7 +21,7 @@ from migscope.analyzer._intake.simulation import SimulationSource
 from migscope.analyzer._options import AnalyzeOptions
 from migscope.analyzer._report import build_report, render_csv, render_markdown
 from migscope.analyzer._result import AnalysisResult
-from migscope.cli.summary import summary_lines
+from migscope.cli._summary import summary_lines
 
 ONCE = Path(__file__).parent.parent / "fixtures" / "migscope" / "sim-h200-node-once.txt"
 

@@ -308,7 +308,7 @@ def test_the_options_defaults_are_the_apply_settings_own() -> None:
     """``ApplySettings`` is the only home of the applier's defaults (issue 26): each option
     of ``migscope apply`` defaults to its field, as ``analyze --apply`` gets them."""
     from migscope.applier._settings import ApplySettings
-    from migscope.cli.apply_cmd import apply_command, parse_max_plan_age
+    from migscope.cli._apply_cmd import apply_command, parse_max_plan_age
     from migscope.core._durations import parse_duration
 
     ctx = click.Context(apply_command)

@@ -259,8 +259,8 @@ def test_the_age_is_measured_with_the_appliers_clock() -> None:
 def test_run_apply_refuses_an_in_process_plan_too() -> None:
     """`analyze --apply` hands its plan to run_apply directly: the same rules apply there."""
     from migscope.applier._settings import ApplySettings
-    from migscope.cli.apply_cmd import run_apply
-    from migscope.cli.errors import InvalidInput
+    from migscope.cli._apply_cmd import run_apply
+    from migscope.cli._errors import InvalidInput
 
     report = _report(_raw(kind="simulation", created_unix=time.time()))
     args: dict[str, Any] = {

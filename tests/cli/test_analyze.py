@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from support.prometheus import requires_prometheus
 
 from migscope.analyzer._report import validate_report
-from migscope.cli.analyze_inputs import parse_window
-from migscope.cli.errors import InvalidInput
+from migscope.cli._analyze_inputs import parse_window
+from migscope.cli._errors import InvalidInput
 from migscope.cli.main import cli
 from migscope.core._migparted import check_config, parse_config
 

@@ -33,8 +33,8 @@ from support.prometheus import FaultProxy, HistorySeries, PrometheusServer, requ
 
 from migscope.analyzer._intake.backfill import iter_history
 from migscope.analyzer._intake.simulation import load_fleet, simulate_slices
+from migscope.cli._server_access import MAX_SECRET_FILE_BYTES, read_access
 from migscope.cli.main import cli
-from migscope.cli.server_access import MAX_SECRET_FILE_BYTES, read_access
 from migscope.sim import resolve_scenario
 
 DAY = 86400.0

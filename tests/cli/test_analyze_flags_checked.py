@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from migscope.cli.analyze_inputs import parse_headroom
-from migscope.cli.errors import InvalidInput
+from migscope.cli._analyze_inputs import parse_headroom
+from migscope.cli._errors import InvalidInput
 from migscope.cli.main import cli
 
 BASE = ["analyze", "--simulate", "h200-node", "--window", "1d", "-q"]

@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.analyzer._report import validate_report
-from migscope.cli.analyze_inputs import parse_end
-from migscope.cli.errors import InvalidInput
+from migscope.cli._analyze_inputs import parse_end
+from migscope.cli._errors import InvalidInput
 from migscope.cli.main import cli
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

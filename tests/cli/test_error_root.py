@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from migscope.cli import main as cli_main
-from migscope.cli.errors import InvalidInput
+from migscope.cli._errors import InvalidInput
 from migscope.core._errors import MigscopeError, UserError
 
 

@@ -15,8 +15,8 @@ import threading
 import pytest
 from click.testing import CliRunner
 
+from migscope.cli._progress import HEARTBEAT_INTERVALS, Heartbeat, ProgressLog, stage_of
 from migscope.cli.main import cli
-from migscope.cli.progress import HEARTBEAT_INTERVALS, Heartbeat, ProgressLog, stage_of
 
 T0 = 1_780_000_000.0  # 2026-05-28T20:26:40Z
 STAMPED = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \[\s*\d+\.\ds\] \S.*$")
@@ -334,7 +334,7 @@ def test_the_heartbeat_counts_what_was_asked_of_the_server() -> None:
     from migscope.analyzer._intake.file import FileSource
     from migscope.analyzer._intake.prometheus import PrometheusClient
     from migscope.analyzer._intake.prometheus_source import PrometheusSource
-    from migscope.cli.analyze_inputs import server_status
+    from migscope.cli._analyze_inputs import server_status
 
     vector = '{"status": "success", "data": {"resultType": "vector", "result": []}}'
     with FaultProxy(default=Reply(200, vector)) as proxy:

@@ -1346,8 +1346,8 @@ def test_every_migscope_command_and_flag_in_the_templates_exists() -> None:
 
 def _value_parsers() -> dict[tuple[str, str], Any]:
     from migscope.applier._settings import parse_window_spec
-    from migscope.cli.analyze_inputs import parse_window
-    from migscope.cli.server_access import parse_header
+    from migscope.cli._analyze_inputs import parse_window
+    from migscope.cli._server_access import parse_header
 
     durations = ("--node-timeout", "--drain-timeout", "--lease-wait")
     return {

@@ -15,7 +15,7 @@ import os
 
 import click
 
-from migscope.cli.errors import InvalidInput
+from migscope.cli._errors import InvalidInput
 from migscope.core import UserError, one_line
 
 __all__ = ["cli", "main"]
@@ -24,13 +24,13 @@ __all__ = ["cli", "main"]
 # when used: each lives with (or next to) the distribution that does the work, and
 # `migscope exporter` must neither need nor load the analyzer's numpy/HiGHS/httpx.
 _COMMANDS: dict[str, tuple[str, str, str | None]] = {
-    "analyze": ("migscope.cli.analyze_cmd", "analyze_command", "analyzer"),
-    "apply": ("migscope.cli.apply_cmd", "apply_command", "analyzer"),
-    "catalog": ("migscope.cli.catalog_cmd", "catalog", None),
-    "demo": ("migscope.cli.demo_cmd", "demo", "analyzer"),
+    "analyze": ("migscope.cli._analyze_cmd", "analyze_command", "analyzer"),
+    "apply": ("migscope.cli._apply_cmd", "apply_command", "analyzer"),
+    "catalog": ("migscope.cli._catalog_cmd", "catalog", None),
+    "demo": ("migscope.cli._demo_cmd", "demo", "analyzer"),
     "exporter": ("migscope.exporter", "exporter", "exporter"),
-    "schedule": ("migscope.cli.schedule_cmd", "schedule_command", "analyzer"),
-    "validate-config": ("migscope.cli.config_cmd", "validate_config", None),
+    "schedule": ("migscope.cli._schedule_cmd", "schedule_command", "analyzer"),
+    "validate-config": ("migscope.cli._config_cmd", "validate_config", None),
 }
 
 

@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING
 import click
 
 from migscope.applier import DEFAULT_MAX_PLAN_AGE_S, ApplySettings
-from migscope.cli.errors import InvalidInput
-from migscope.cli.params import Duration, chosen_format, deprecated_alias, format_option, seconds
+from migscope.cli._errors import InvalidInput
+from migscope.cli._params import Duration, chosen_format, deprecated_alias, format_option, seconds
 
 if TYPE_CHECKING:  # the applier and the Kubernetes client load only when a command runs
     from migscope.applier import ApplyPlan
-
-__all__ = ["apply_command", "parse_max_plan_age", "run_apply"]
 
 FAILED_EXIT = 3
 DEFAULTS = ApplySettings()

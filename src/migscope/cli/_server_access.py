@@ -25,18 +25,8 @@ from typing import Any
 
 import click
 
-from migscope.cli.errors import InvalidInput
+from migscope.cli._errors import InvalidInput
 from migscope.core import MigscopeError
-
-__all__ = [
-    "MAX_SECRET_FILE_BYTES",
-    "TENANT_HEADER",
-    "ServerAccess",
-    "parse_header",
-    "read_access",
-    "read_header_file",
-    "server_access_options",
-]
 
 TENANT_HEADER = "X-Scope-OrgID"
 """The tenant header of Mimir, Cortex and Loki (``tenant-1|tenant-2`` federates in Mimir)."""

@@ -7,9 +7,9 @@ or ``--simulate SCENARIO`` (the simulator's ground truth, no GPU needed); each i
 :func:`migscope.analyzer.run`. Every failure a user can fix (unreachable server, no MIG
 series, bad window, unreadable file) is one line on stderr and exit status 1. Progress goes to
 stderr: every stage on a terminal; in a log (a CronJob, the scheduler) a timestamped line every
-few seconds once a run lasts that long (:mod:`migscope.cli.progress`), so stdout stays the
+few seconds once a run lasts that long (:mod:`migscope.cli._progress`), so stdout stays the
 report alone. How ``--prometheus`` is reached (tenant, headers, TLS, auth) is
-:mod:`migscope.cli.server_access`. The analyzer's engine (the sources, the run, the reports)
+:mod:`migscope.cli._server_access`. The analyzer's engine (the sources, the run, the reports)
 is imported when the command runs, not for ``--help`` (issue 26).
 """
 
@@ -33,7 +33,7 @@ from migscope.analyzer import (
     AnalyzeOptions,
     Objective,
 )
-from migscope.cli.analyze_inputs import (
+from migscope.cli._analyze_inputs import (
     choose_source,
     load_what_if_config,
     owner_lookup,
@@ -46,17 +46,15 @@ from migscope.cli.analyze_inputs import (
     read_policy,
     server_status,
 )
-from migscope.cli.errors import InvalidInput
-from migscope.cli.params import Duration, chosen_format, format_option, seconds
-from migscope.cli.progress import DEFAULT_PROGRESS_INTERVAL_SECONDS, Heartbeat, ProgressLog
-from migscope.cli.server_access import ServerAccess, server_access_options
-from migscope.cli.summary import summary_lines
+from migscope.cli._errors import InvalidInput
+from migscope.cli._params import Duration, chosen_format, format_option, seconds
+from migscope.cli._progress import DEFAULT_PROGRESS_INTERVAL_SECONDS, Heartbeat, ProgressLog
+from migscope.cli._server_access import ServerAccess, server_access_options
+from migscope.cli._summary import summary_lines
 
 if TYPE_CHECKING:
     from migscope.analyzer import AnalysisResult, Format, ReportExtras, StatsMode
     from migscope.core import ReportV1
-
-__all__ = ["analyze_command", "parse_window", "write_outputs"]
 
 
 @click.command("analyze")
@@ -344,7 +342,7 @@ def _apply(report: ReportV1, *, kubeconfig: str | None, drain: bool) -> None:
     ``report.json`` has it (:func:`~migscope.core._spec.v1.report_json`).
     """
     from migscope.applier import ApplySettings, plan_from_report
-    from migscope.cli.apply_cmd import run_apply
+    from migscope.cli._apply_cmd import run_apply
     from migscope.core import report_json
 
     plan = plan_from_report(report_json(report), "the analysis")

@@ -18,11 +18,9 @@ import time
 import click
 
 from migscope.analyzer import DEFAULT_TIMEOUT_SECONDS, AnalyzeOptions
-from migscope.cli.analyze_inputs import choose_source, parse_window, progress_reporter
-from migscope.cli.errors import InvalidInput
-from migscope.cli.summary import summary_lines
-
-__all__ = ["DEMO_FLEET", "demo"]
+from migscope.cli._analyze_inputs import choose_source, parse_window, progress_reporter
+from migscope.cli._errors import InvalidInput
+from migscope.cli._summary import summary_lines
 
 DEMO_FLEET = "fleet-mixed,h200-node"
 """The built-in scenarios the demo runs together: 4 nodes, H100, A100 and H200."""

@@ -21,24 +21,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from migscope.cli.errors import InvalidInput
-from migscope.cli.params import Duration, seconds
+from migscope.cli._errors import InvalidInput
+from migscope.cli._params import Duration, seconds
 from migscope.core import UserError, one_line
 from migscope.scheduler import DEFAULT_SHUTDOWN_GRACE_SECONDS
 
 if TYPE_CHECKING:
     from migscope.scheduler import JobConfig, ScheduleConfig
 
-__all__ = ["check_lines", "job_args_problem", "schedule_command"]
-
 
 def _subcommand(kind: str) -> tuple[str, click.Command]:
     """The ``migscope`` subcommand a job of ``kind`` runs, as the real command object."""
     if kind == "report":
-        from migscope.cli.analyze_cmd import analyze_command
+        from migscope.cli._analyze_cmd import analyze_command
 
         return "analyze", analyze_command
-    from migscope.cli.apply_cmd import apply_command
+    from migscope.cli._apply_cmd import apply_command
 
     return "apply", apply_command
 
@@ -53,7 +51,7 @@ def _analyze_values(params: dict[str, Any]) -> _Checks:
     Its ``--window``, ``--end``, ``--what-if`` and ``--headroom`` are strings to click and
     parsed when the command runs; these are the same functions, so they fail here the same way.
     """
-    from migscope.cli.analyze_inputs import parse_end, parse_headroom, parse_what_if, parse_window
+    from migscope.cli._analyze_inputs import parse_end, parse_headroom, parse_what_if, parse_window
 
     def one_source() -> None:
         named = [params[k] for k in ("source", "simulate", "prometheus") if params[k] is not None]
@@ -74,7 +72,7 @@ def _analyze_values(params: dict[str, Any]) -> _Checks:
 def _apply_values(params: dict[str, Any]) -> _Checks:
     """What ``migscope apply`` checks before it reads the plan: plan age and windows."""
     from migscope.applier import parse_window_spec
-    from migscope.cli.apply_cmd import parse_max_plan_age
+    from migscope.cli._apply_cmd import parse_max_plan_age
 
     def windows() -> None:
         for spec in (*params["old_windows"], *params["windows"]):
@@ -102,7 +100,7 @@ def job_args_problem(job: JobConfig) -> tuple[int | None, str] | None:
 
     The arguments go through the real command's click parser (``make_context`` with
     resilient parsing off: unknown options, missing ones, every type conversion such as
-    :class:`~migscope.cli.params.Duration`), then through the few checks the command makes
+    :class:`~migscope.cli._params.Duration`), then through the few checks the command makes
     on its string flags before it reads anything (:func:`_analyze_values`,
     :func:`_apply_values`). Nothing is read, connected to or written.
 

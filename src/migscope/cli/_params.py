@@ -17,17 +17,8 @@ from typing import Any, TypeVar
 
 import click
 
-from migscope.cli.errors import InvalidInput
+from migscope.cli._errors import InvalidInput
 from migscope.core import DurationError, format_duration, parse_duration
-
-__all__ = [
-    "Duration",
-    "chosen_format",
-    "deprecated_alias",
-    "format_option",
-    "parse_duration_flag",
-    "seconds",
-]
 
 F = TypeVar("F", bound=Callable[..., Any])
 

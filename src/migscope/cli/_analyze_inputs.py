@@ -2,7 +2,7 @@
 
 Each function turns one group of flags into the analyzer's terms (a
 :class:`~migscope.analyzer._intake.base.Source`, a policy, pending demand) and says what is
-wrong with them in one line; :mod:`migscope.cli.analyze_cmd` strings them together. What
+wrong with them in one line; :mod:`migscope.cli._analyze_cmd` strings them together. What
 they hand over to (the sources, the policy, the Kubernetes client) is imported when they are
 called, so that importing this module for ``--help`` loads none of it.
 """
@@ -18,30 +18,14 @@ from urllib.parse import urlsplit
 
 import click
 
-from migscope.cli.errors import InvalidInput
-from migscope.cli.params import parse_duration_flag
-from migscope.cli.progress import ProgressLog
-from migscope.cli.server_access import ServerAccess
+from migscope.cli._errors import InvalidInput
+from migscope.cli._params import parse_duration_flag
+from migscope.cli._progress import ProgressLog
+from migscope.cli._server_access import ServerAccess
 
 if TYPE_CHECKING:
     from migscope.analyzer import OwnerLookup, PodOwners, Policy, Source, StatsMode
     from migscope.core import MigPartedConfig
-
-__all__ = [
-    "PendingMode",
-    "choose_source",
-    "load_what_if_config",
-    "owner_lookup",
-    "parse_end",
-    "parse_headroom",
-    "parse_what_if",
-    "parse_window",
-    "pending_mode",
-    "progress_reporter",
-    "read_pending",
-    "read_policy",
-    "server_status",
-]
 
 PendingMode = Literal["auto", "on", "off"]
 """``auto``: read pending pods if cluster credentials are at hand; ``on``: must; ``off``."""
@@ -89,7 +73,7 @@ def progress_reporter(enabled: bool) -> ProgressLog | None:
     """A stage printer for a terminal (every stage, elapsed seconds), or None when off.
 
     ``migscope demo`` uses it as it is; ``analyze`` also logs progress when stderr is not a
-    terminal (:class:`~migscope.cli.progress.ProgressLog`).
+    terminal (:class:`~migscope.cli._progress.ProgressLog`).
     """
     if not enabled:
         return None
@@ -139,7 +123,7 @@ def choose_source(
         prometheus: ``--prometheus URL``.
         embedded: ``--prometheus-embedded``.
         bearer_token_file: Shorthand for ``ServerAccess(bearer_token_file=...)`` (``demo``).
-        access: How to reach ``prometheus`` (:mod:`migscope.cli.server_access`).
+        access: How to reach ``prometheus`` (:mod:`migscope.cli._server_access`).
         timeout_s: Per request to a server.
         progress: Stage messages.
         stats: ``--stats``: how a server computes the statistics (``--prometheus`` only).

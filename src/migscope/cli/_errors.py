@@ -15,8 +15,6 @@ import click
 
 from migscope.core import UserError
 
-__all__ = ["InvalidInput"]
-
 
 class InvalidInput(UserError, click.ClickException):
     """Input that parsed as a command line but is wrong: exit 1, one line on stderr."""

@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from migscope.core import ReportV1
 
-__all__ = ["summary_lines"]
-
 
 def summary_lines(report: ReportV1) -> list[str]:
     """What was found, what it wasted, and what the plan frees (or why there is none)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from migscope.cli.errors import InvalidInput
+from migscope.cli._errors import InvalidInput
 from migscope.core import (
     DriverVersion,
     DriverVersionError,
@@ -23,17 +23,6 @@ from migscope.core import (
     identify_model,
     tables_from_nvidia_smi,
 )
-
-__all__ = [
-    "ChosenModel",
-    "TableGroup",
-    "group_tables",
-    "parse_driver",
-    "read_input",
-    "read_tables",
-    "resolve_model",
-    "table_model",
-]
 
 
 def read_input(file: str) -> str:

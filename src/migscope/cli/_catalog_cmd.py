@@ -13,9 +13,9 @@ from typing import Any
 
 import click
 
-from migscope.cli.catalog_check import check
-from migscope.cli.errors import InvalidInput
-from migscope.cli.params import chosen_format, format_option
+from migscope.cli._catalog_check import check
+from migscope.cli._errors import InvalidInput
+from migscope.cli._params import chosen_format, format_option
 from migscope.core import (
     CatalogueError,
     GpuModel,
@@ -26,8 +26,6 @@ from migscope.core import (
     maximal_layouts,
     valid_layouts,
 )
-
-__all__ = ["catalog", "model_json", "profile_rows", "show"]
 
 
 def _placements_text(starts: tuple[int, ...], size: int) -> str:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from migscope.cli.errors import InvalidInput
-from migscope.cli.gpu_table import (
+from migscope.cli._errors import InvalidInput
+from migscope.cli._gpu_table import (
     group_tables,
     parse_driver,
     read_input,
@@ -31,7 +31,7 @@ from migscope.cli.gpu_table import (
     resolve_model,
     table_model,
 )
-from migscope.cli.params import chosen_format, format_option
+from migscope.cli._params import chosen_format, format_option
 from migscope.core import (
     DriverVersion,
     GpuModel,
@@ -42,8 +42,6 @@ from migscope.core import (
 
 if TYPE_CHECKING:
     from migscope.core import ConfigCheck, ConfigError, ConfigReport, ConfigSource
-
-__all__ = ["validate_config"]
 
 
 @click.command("validate-config")

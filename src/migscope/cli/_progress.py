@@ -27,14 +27,6 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-__all__ = [
-    "DEFAULT_PROGRESS_INTERVAL_SECONDS",
-    "HEARTBEAT_INTERVALS",
-    "Heartbeat",
-    "ProgressLog",
-    "stage_of",
-]
-
 DEFAULT_PROGRESS_INTERVAL_SECONDS = 5.0
 """At most one progress line per this many seconds in a log (``--progress-interval``)."""
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from migscope.cli.gpu_table import (
+from migscope.cli._gpu_table import (
     ChosenModel,
     TableGroup,
     group_tables,
@@ -28,10 +28,8 @@ from migscope.cli.gpu_table import (
     resolve_model,
     table_model,
 )
-from migscope.cli.params import chosen_format, format_option
+from migscope.cli._params import chosen_format, format_option
 from migscope.core import Difference, DriverVersion, compare
-
-__all__ = ["check"]
 
 
 @dataclass(frozen=True)
