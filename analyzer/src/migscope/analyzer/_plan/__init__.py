@@ -18,30 +18,18 @@ from migscope.analyzer._plan.demand_mix import (
     scale_demand,
 )
 from migscope.analyzer._plan.pool import GpuState, Instance, PlanInputError, Target, Weights
-from migscope.analyzer._plan.result import (
-    GpuPlan,
-    NodePlan,
-    Plan,
-    SolveInfo,
-    build_mig_parted,
-    config_name,
-    score,
-)
+from migscope.analyzer._plan.result import Plan, config_name
 from migscope.analyzer._plan.solver import LowerBound, lower_bound, plan_layouts
 
 __all__ = [
-    "GpuPlan",
     "GpuState",
     "Instance",
     "LowerBound",
-    "NodePlan",
     "Plan",
     "PlanInputError",
     "RequestCount",
-    "SolveInfo",
     "Target",
     "Weights",
-    "build_mig_parted",
     "config_name",
     "demand_from_requests",
     "greedy_first_fit",
@@ -49,6 +37,5 @@ __all__ = [
     "plan_layouts",
     "profile_for_milli",
     "scale_demand",
-    "score",
     "static_layout",
 ]

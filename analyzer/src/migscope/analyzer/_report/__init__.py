@@ -33,7 +33,6 @@ from migscope.core import (
     REPORT_FILE,
     ReportV1,
     emit_config,
-    json_schema,
     validate_node_plan,
     validate_report,
 )
@@ -43,10 +42,7 @@ __all__ = [
     "FILE_NAMES",
     "Format",
     "ReportExtras",
-    "ReportV1",
     "build_report",
-    "json_schema",
-    "node_plan",
     "render",
     "render_csv",
     "render_html",

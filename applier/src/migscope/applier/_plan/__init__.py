@@ -11,22 +11,16 @@ refuses a plan whose configs or layouts the MIG catalogue says cannot be built.
 from __future__ import annotations
 
 from migscope.applier._plan.model import (
-    FUTURE_SLACK_S,
     ApplyPlan,
     GpuChange,
     NodeChange,
     PlanError,
     PlanRefused,
     Provenance,
-    format_age,
 )
-from migscope.applier._plan.read import MIG_PARTED_FILE, NO_EVIDENCE, load_plan, plan_from_report
-from migscope.applier._plan.validate import MAX_GPUS_PER_NODE
+from migscope.applier._plan.read import NO_EVIDENCE, load_plan, plan_from_report
 
 __all__ = [
-    "FUTURE_SLACK_S",
-    "MAX_GPUS_PER_NODE",
-    "MIG_PARTED_FILE",
     "NO_EVIDENCE",
     "ApplyPlan",
     "GpuChange",
@@ -34,7 +28,6 @@ __all__ = [
     "PlanError",
     "PlanRefused",
     "Provenance",
-    "format_age",
     "load_plan",
     "plan_from_report",
 ]

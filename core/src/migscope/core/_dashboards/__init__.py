@@ -26,12 +26,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from migscope.core._dashboards.fleet import fleet_dashboard
-from migscope.core._dashboards.grafana import Json, dashboard, panel_queries
+from migscope.core._dashboards.grafana import Json, panel_queries
 from migscope.core._dashboards.namespaces import namespaces_dashboard
 from migscope.core._dashboards.node import node_dashboard
 from migscope.core._thresholds import IDLE_ACTIVITY_BELOW
 
-__all__ = ["DASHBOARDS", "IDLE_ACTIVITY_BELOW", "dashboard", "panel_queries"]
+__all__ = [
+    "DASHBOARDS",
+    "IDLE_ACTIVITY_BELOW",
+    "panel_queries",
+]
 
 DASHBOARDS: dict[str, Callable[[], Json]] = {
     "migscope-fleet.json": fleet_dashboard,

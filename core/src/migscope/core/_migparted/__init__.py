@@ -20,37 +20,26 @@ This package is pure: it takes and returns text and data, never files.
 
 from __future__ import annotations
 
-from migscope.core._migparted.check import (
-    ConfigCheck,
-    ConfigReport,
-    check_config,
-    entry_applies_to,
-)
+from migscope.core._migparted.check import check_config, entry_applies_to
 from migscope.core._migparted.config import (
     ConfigConflictError,
     ConfigError,
-    Devices,
     MigConfigEntry,
     MigPartedConfig,
     entry_for_layout,
     merge_configs,
 )
 from migscope.core._migparted.emit import emit_config
-from migscope.core._migparted.filters import DeviceFilter, DeviceFilterError, parse_device_filter
+from migscope.core._migparted.filters import DeviceFilterError, parse_device_filter
 from migscope.core._migparted.instances import gpu_instances
 from migscope.core._migparted.parse import parse_config
-from migscope.core._migparted.source import PLAIN_FORM, ConfigSource, read_config_sources
+from migscope.core._migparted.source import PLAIN_FORM, read_config_sources
 
 __all__ = [
     "PLAIN_FORM",
-    "ConfigCheck",
     "ConfigConflictError",
     "ConfigError",
-    "ConfigReport",
-    "ConfigSource",
-    "DeviceFilter",
     "DeviceFilterError",
-    "Devices",
     "MigConfigEntry",
     "MigPartedConfig",
     "check_config",

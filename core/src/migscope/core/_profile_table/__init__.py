@@ -16,25 +16,20 @@ from __future__ import annotations
 
 from migscope.core._profile_table.build import model_from_table
 from migscope.core._profile_table.compare import compare
-from migscope.core._profile_table.identify import Identification, identify_model
+from migscope.core._profile_table.identify import identify_model
 from migscope.core._profile_table.pasted import driver_in_text, tables_from_nvidia_smi
 from migscope.core._profile_table.table import (
     LGIP_TOLERANCE_MIB,
-    Difference,
     ObservedProfile,
     ProfileTable,
     ProfileTableError,
-    Severity,
 )
 
 __all__ = [
     "LGIP_TOLERANCE_MIB",
-    "Difference",
-    "Identification",
     "ObservedProfile",
     "ProfileTable",
     "ProfileTableError",
-    "Severity",
     "compare",
     "driver_in_text",
     "identify_model",

@@ -12,31 +12,20 @@ See docs/http.md for the endpoints, the web-config keys and the choices made.
 
 from __future__ import annotations
 
-from migscope.exporter._http.app import ExporterApp, HeadersMiddleware, HealthCheck
-from migscope.exporter._http.auth import (
-    DEFAULT_PUBLIC_PATHS,
-    BasicAuthChecker,
-    BasicAuthMiddleware,
-    Verify,
-)
+from migscope.exporter._http.app import ExporterApp
+from migscope.exporter._http.auth import BasicAuthChecker, BasicAuthMiddleware
 from migscope.exporter._http.limits import DEFAULT_LIMITS, ConnectionLimits
-from migscope.exporter._http.server import ExporterServer, parse_listen_address, protect
-from migscope.exporter._http.webconfig import WebConfig, WebConfigError, load_web_config
+from migscope.exporter._http.server import ExporterServer, parse_listen_address
+from migscope.exporter._http.webconfig import WebConfigError, load_web_config
 
 __all__ = [
     "DEFAULT_LIMITS",
-    "DEFAULT_PUBLIC_PATHS",
     "BasicAuthChecker",
     "BasicAuthMiddleware",
     "ConnectionLimits",
     "ExporterApp",
     "ExporterServer",
-    "HeadersMiddleware",
-    "HealthCheck",
-    "Verify",
-    "WebConfig",
     "WebConfigError",
     "load_web_config",
     "parse_listen_address",
-    "protect",
 ]

@@ -8,42 +8,14 @@ scripts/gen-podresources and are not part of the public API.
 
 from __future__ import annotations
 
-from .client import (
-    DEFAULT_SOCKET_PATH,
-    LIST_METHOD,
-    MAX_ANSWER_BYTES,
-    PodResourcesError,
-    PodResourcesWatcher,
-    WatcherStatus,
-    list_pod_resources,
-)
-from .owners import (
-    DEFAULT_RESOURCE_PREFIXES,
-    MAX_DEVICES,
-    MAX_OWNERS_PER_DEVICE,
-    CollectedOwners,
-    DeviceId,
-    OwnerMap,
-    PodOwner,
-    build_owner_map,
-    collect_owners,
-    parse_device_id,
-)
+from .client import LIST_METHOD, PodResourcesError, PodResourcesWatcher, list_pod_resources
+from .owners import PodOwner, build_owner_map, collect_owners, parse_device_id
 
 __all__ = [
-    "DEFAULT_RESOURCE_PREFIXES",
-    "DEFAULT_SOCKET_PATH",
     "LIST_METHOD",
-    "MAX_ANSWER_BYTES",
-    "MAX_DEVICES",
-    "MAX_OWNERS_PER_DEVICE",
-    "CollectedOwners",
-    "DeviceId",
-    "OwnerMap",
     "PodOwner",
     "PodResourcesError",
     "PodResourcesWatcher",
-    "WatcherStatus",
     "build_owner_map",
     "collect_owners",
     "list_pod_resources",

@@ -15,7 +15,6 @@ One module per job: :mod:`.values` (value types), :mod:`.workload_specs`,
 from __future__ import annotations
 
 from migscope.sim._scenario.fault_specs import (
-    FaultSpec,
     GpuLostSpec,
     LayoutChangeSpec,
     NvmlErrorSpec,
@@ -26,16 +25,14 @@ from migscope.sim._scenario.loading import (
     format_path,
     line_of,
     load_scenario,
-    parse_scenario,
     read_scenario_yaml,
 )
-from migscope.sim._scenario.node_specs import GpuSpec, InstanceSpec, NodeSpec, PodSpec, PowerSpec
+from migscope.sim._scenario.node_specs import GpuSpec, InstanceSpec, PodSpec
 from migscope.sim._scenario.spec import Scenario
 from migscope.sim._scenario.workload_specs import (
     BurstySpec,
     ConstantSpec,
     IdleSpec,
-    MixSpec,
     PeriodicSpec,
     TraceSpec,
     WorkloadSpec,
@@ -44,18 +41,14 @@ from migscope.sim._scenario.workload_specs import (
 __all__ = [
     "BurstySpec",
     "ConstantSpec",
-    "FaultSpec",
     "GpuLostSpec",
     "GpuSpec",
     "IdleSpec",
     "InstanceSpec",
     "LayoutChangeSpec",
-    "MixSpec",
-    "NodeSpec",
     "NvmlErrorSpec",
     "PeriodicSpec",
     "PodSpec",
-    "PowerSpec",
     "Scenario",
     "ScenarioError",
     "SlowCallSpec",
@@ -64,6 +57,5 @@ __all__ = [
     "format_path",
     "line_of",
     "load_scenario",
-    "parse_scenario",
     "read_scenario_yaml",
 ]

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from migscope.core import UserError
 
-__all__ = ["BUILTIN_SCENARIOS", "DEMO_SCENARIO", "UnknownScenarioError", "resolve_scenario"]
+__all__ = [
+    "BUILTIN_SCENARIOS",
+    "DEMO_SCENARIO",
+    "resolve_scenario",
+]
 
 _HERE = Path(__file__).resolve().parent
 BUILTIN_SCENARIOS: dict[str, Path] = {p.stem: p for p in sorted(_HERE.glob("*.yaml"))}

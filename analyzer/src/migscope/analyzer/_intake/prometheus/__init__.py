@@ -46,17 +46,9 @@ from migscope.analyzer._intake.prometheus.answers import (
     Sample,
     Series,
 )
-from migscope.analyzer._intake.prometheus.body import DEFAULT_MAX_RESPONSE_BYTES
-from migscope.analyzer._intake.prometheus.client import PrometheusClient, Timestamp
-from migscope.analyzer._intake.prometheus.transport import (
-    DEFAULT_TIMEOUT,
-    ClientUsage,
-)
+from migscope.analyzer._intake.prometheus.client import PrometheusClient
 
 __all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
-    "DEFAULT_TIMEOUT",
-    "ClientUsage",
     "PrometheusClient",
     "PrometheusError",
     "PrometheusQueryError",
@@ -67,5 +59,4 @@ __all__ = [
     "QueryStats",
     "Sample",
     "Series",
-    "Timestamp",
 ]

@@ -80,17 +80,11 @@ the path taken, a few chunks at once).
 
 from __future__ import annotations
 
-from migscope.analyzer._intake.stats_promql.discovery import (
-    detect_remote_dialect,
-    detect_semantics,
-)
 from migscope.analyzer._intake.stats_promql.evaluate import remote_slice_stats, snap_window
 from migscope.analyzer._intake.stats_promql.result import RemoteSliceStats
 
 __all__ = [
     "RemoteSliceStats",
-    "detect_remote_dialect",
-    "detect_semantics",
     "remote_slice_stats",
     "snap_window",
 ]

@@ -17,25 +17,19 @@ from __future__ import annotations
 
 from migscope.analyzer._plan._engine.prepare import (
     ANYWHERE,
-    GpuClass,
     PoolKey,
     Prepared,
-    PreparedGpu,
     balanced_layout,
-    parked_target,
     prepare,
 )
 from migscope.analyzer._plan._engine.realize import Usage, realize
 
 __all__ = [
     "ANYWHERE",
-    "GpuClass",
     "PoolKey",
     "Prepared",
-    "PreparedGpu",
     "Usage",
     "balanced_layout",
-    "parked_target",
     "prepare",
     "realize",
 ]

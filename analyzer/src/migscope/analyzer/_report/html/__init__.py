@@ -30,16 +30,10 @@ Every string taken from the report is escaped (pod and namespace names are user 
 from __future__ import annotations
 
 from migscope.analyzer._report.grafana import DASHBOARD_TITLES, DashboardLinks
-from migscope.analyzer._report.html.format import (
-    STATUS_COLOURS,
-    escape,
-    hours,
-    utc_time,
-)
+from migscope.analyzer._report.html.format import escape, hours, utc_time
 from migscope.analyzer._report.html.heatmap import activity_section
 from migscope.analyzer._report.html.layouts_svg import (
     LAYOUT_LEFT_PX,
-    LAYOUT_ROW_PX,
     LAYOUT_SLICE_PX,
     layouts_section,
 )
@@ -58,9 +52,7 @@ from migscope.core import ReportV1, SliceV1
 
 __all__ = [
     "LAYOUT_LEFT_PX",
-    "LAYOUT_ROW_PX",
     "LAYOUT_SLICE_PX",
-    "STATUS_COLOURS",
     "render_html",
 ]
 

@@ -21,7 +21,10 @@ lists what was verified where), each in the module that acts on it:
 - :mod:`.backend`: :class:`DcgmBackend`, the session and the cycle.
 """
 
-from migscope.exporter._backends.dcgm.backend import DEFAULT_PORT, DcgmBackend
+from migscope.exporter._backends.dcgm.backend import DcgmBackend
 from migscope.exporter._backends.dcgm.bindings import DEFAULT_BINDINGS
 
-__all__ = ["DEFAULT_BINDINGS", "DEFAULT_PORT", "DcgmBackend"]
+__all__ = [
+    "DEFAULT_BINDINGS",
+    "DcgmBackend",
+]

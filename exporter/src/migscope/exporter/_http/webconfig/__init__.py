@@ -33,21 +33,9 @@ has expired, or expires within 7 days, is loaded with a warning naming the file 
 
 from migscope.exporter._http.webconfig.errors import WebConfigError
 from migscope.exporter._http.webconfig.loader import load_web_config
-from migscope.exporter._http.webconfig.schema import (
-    ALLOWED_HEADERS,
-    ClientAuthType,
-    HTTPServerConfig,
-    TLSServerConfig,
-    TLSVersionName,
-    WebConfig,
-)
+from migscope.exporter._http.webconfig.schema import WebConfig
 
 __all__ = [
-    "ALLOWED_HEADERS",
-    "ClientAuthType",
-    "HTTPServerConfig",
-    "TLSServerConfig",
-    "TLSVersionName",
     "WebConfig",
     "WebConfigError",
     "load_web_config",
