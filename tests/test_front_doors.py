@@ -496,3 +496,44 @@ def test_a_door_bypass_is_found() -> None:
     )
     assert _door_bypasses("migscope.x._q", tree, doors) == ["line 1: Thing (from migscope.x._p)"]
     assert _door_bypasses("migscope.x._p.sibling", tree, doors) == []
+
+
+def _taken_from_doors(doors: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The names code outside each private package takes from its door.
+
+    Code is the product (``*/src``, the CLI), the tests, ``bench/`` and ``scripts/``; a
+    distribution's lazy front door takes a name from a package's door when its ``_HOME`` map
+    names the package.
+    """
+    taken: dict[str, set[str]] = {door: set() for door in doors}
+    paths = [p for _, p in _modules()] + sorted((ROOT / "tests").rglob("*.py"))
+    paths += sorted((ROOT / "bench").rglob("*.py"))
+    paths += [p for p in sorted((ROOT / "scripts").iterdir()) if p.is_file()]
+    for path in paths:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue  # a shell script
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        importer = ".".join(parts[parts.index("migscope") :] if "migscope" in parts else parts)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in doors):
+                continue
+            if not (importer == node.module or importer.startswith(node.module + ".")):
+                taken[node.module].update(a.name for a in node.names)
+    for dist in DISTRIBUTIONS:
+        front = importlib.import_module(f"migscope.{dist}")
+        for name, home in front._HOME.items():
+            door = f"migscope.{dist}.{home}"
+            if door in taken:
+                taken[door].add(name)
+    return taken
+
+
+def test_a_private_door_offers_only_what_others_take() -> None:
+    """A door is the list of what its package offers; a name nobody outside takes is not
+    offered (its module keeps it), so the list stays what the package is used for."""
+    doors = _package_doors()
+    taken = _taken_from_doors(doors)
+    unused = {door: sorted(names - taken[door]) for door, names in doors.items()}
+    assert {door: names for door, names in unused.items() if names} == {}
