@@ -230,29 +230,34 @@ def test_a_pool_plans_only_with_profiles_every_driver_in_it_has() -> None:
     assert only_new.model(a100.key) is a100
 
 
-def test_the_real_h200s_own_table_agrees_with_the_catalogue() -> None:
-    """What the exporter published on a real H200 (driver 580.159.04, MIG disabled):
-    docs/hardware/h200-profile-info.prom, read back as the analyzer reads a scrape."""
+@pytest.mark.parametrize(
+    ("capture", "key"),
+    [("h200-profile-info.prom", "H200-141GB"), ("h100-profile-info.prom", "H100-80GB")],
+)
+def test_a_real_gpus_own_table_agrees_with_the_catalogue(capture: str, key: str) -> None:
+    """What the exporter published on a real H200 and a real H100 80GB HBM3 (driver
+    580.159.04, MIG disabled; docs/hardware/README.md), read back as the analyzer reads a
+    scrape."""
     from migscope.analyzer._intake.dialect import GPU_INFO, node_of
     from migscope.analyzer._intake.dialect.names import GPU_PROFILE_INFO
     from migscope.analyzer._intake.gpu_facts import migscope_gpu_facts
     from migscope.analyzer._intake.openmetrics import read_exposition
     from migscope.core._profile_table import compare
 
-    real = Path(__file__).parents[2] / "docs" / "hardware" / "h200-profile-info.prom"
+    real = Path(__file__).parents[2] / "docs" / "hardware" / capture
     found = read_exposition(real, keep={GPU_INFO, GPU_PROFILE_INFO}.__contains__)
     (gpu,) = migscope_gpu_facts(
         (s.labels for s in found.get(GPU_INFO)),
         (s.labels for s in found.get(GPU_PROFILE_INFO)),
         node_of=node_of,
     )
-    assert (gpu.model, str(gpu.driver)) == ("H200-141GB", "580.159.04")
+    assert (gpu.model, str(gpu.driver)) == (key, "580.159.04")
     assert gpu.table is not None
-    h200 = find_model("H200-141GB")
-    assert {p.name for p in gpu.table.profiles} == {p.name for p in h200.profiles}
-    assert compare(gpu.table, h200, gpu.driver) == []
+    model = find_model(key)
+    assert {p.name for p in gpu.table.profiles} == {p.name for p in model.profiles}
+    assert compare(gpu.table, model, gpu.driver) == []
     chosen = choose_catalogue([gpu])
-    assert chosen.model("H200-141GB") is h200
+    assert chosen.model(key) is model
 
 
 def test_gpus_without_a_table_are_not_planned_with_a_contradicting_one() -> None:
