@@ -42,7 +42,7 @@ from pathlib import Path
 
 import bcrypt
 
-from migscope.exporter._http.limits import DEFAULT_LIMITS
+from migscope.exporter._http import DEFAULT_LIMITS
 
 OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
 WORKERS = 8

@@ -15,6 +15,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -428,12 +429,39 @@ def test_no_private_module_declares_all() -> None:
     ):
         if path.name == "__init__.py" or path.name.startswith("api_pb2"):
             continue
-        tree = ast.parse(path.read_text())
-        for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else []
-            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                found.append(str(path.relative_to(ROOT)))
+        if _declared_all(ast.parse(path.read_text())) is not None:
+            found.append(str(path.relative_to(ROOT)))
     assert found == []
+
+
+def _declared_all(tree: ast.Module) -> ast.expr | None:
+    """The value a module assigns to ``__all__`` at its top level, None when it has none."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return node.value
+    return None
+
+
+def _importing_code() -> Iterator[tuple[Path, str, ast.Module]]:
+    """Every Python file that imports migscope, with its dotted name and its tree.
+
+    The product (``*/src``, the CLI), the tests, ``bench/`` and ``scripts/`` (shell scripts
+    there are skipped); a file outside the ``migscope`` package is named by its path
+    (``tests.analyzer.test_x``).
+    """
+    paths = [p for _, p in _modules()] + sorted((ROOT / "tests").rglob("*.py"))
+    paths += sorted((ROOT / "bench").rglob("*.py"))
+    paths += [p for p in sorted((ROOT / "scripts").iterdir()) if p.is_file()]
+    for path in paths:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue  # a shell script
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        named = parts[parts.index("migscope") :] if "migscope" in parts else parts
+        yield path, ".".join(named), tree
 
 
 def _package_doors() -> dict[str, set[str]]:
@@ -442,13 +470,10 @@ def _package_doors() -> dict[str, set[str]]:
     for dist in DISTRIBUTIONS:
         src = ROOT / dist / "src"
         for init in sorted((src / "migscope" / dist).glob("_*/**/__init__.py")):
-            tree = ast.parse(init.read_text(encoding="utf-8"))
-            for node in tree.body:
-                if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-                ):
-                    package = ".".join(init.parent.relative_to(src).parts)
-                    doors[package] = set(ast.literal_eval(node.value))
+            declared = _declared_all(ast.parse(init.read_text(encoding="utf-8")))
+            if declared is not None:
+                package = ".".join(init.parent.relative_to(src).parts)
+                doors[package] = set(ast.literal_eval(declared))
     return doors
 
 
@@ -476,13 +501,9 @@ def _door_bypasses(importer: str, tree: ast.Module, doors: dict[str, set[str]]) 
 def test_a_private_package_is_entered_by_its_door() -> None:
     doors = _package_doors()
     problems = []
-    paths = [p for _, p in _modules()] + sorted((ROOT / "tests").rglob("*.py"))
-    for path in paths:
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        importer = ".".join(parts[parts.index("migscope") :] if "migscope" in parts else parts)
+    for path, importer, tree in _importing_code():
         if importer.removesuffix(".__init__") in {f"migscope.{d}" for d in DISTRIBUTIONS}:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
         problems += [f"{path.relative_to(ROOT)} {p}" for p in _door_bypasses(importer, tree, doors)]
     assert not problems, "\n".join(problems)
 
@@ -501,21 +522,11 @@ def test_a_door_bypass_is_found() -> None:
 def _taken_from_doors(doors: dict[str, set[str]]) -> dict[str, set[str]]:
     """The names code outside each private package takes from its door.
 
-    Code is the product (``*/src``, the CLI), the tests, ``bench/`` and ``scripts/``; a
-    distribution's lazy front door takes a name from a package's door when its ``_HOME`` map
-    names the package.
+    Code is :func:`_importing_code`'s; a distribution's lazy front door takes a name from a
+    package's door when its ``_HOME`` map names the package.
     """
     taken: dict[str, set[str]] = {door: set() for door in doors}
-    paths = [p for _, p in _modules()] + sorted((ROOT / "tests").rglob("*.py"))
-    paths += sorted((ROOT / "bench").rglob("*.py"))
-    paths += [p for p in sorted((ROOT / "scripts").iterdir()) if p.is_file()]
-    for path in paths:
-        try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (SyntaxError, UnicodeDecodeError):
-            continue  # a shell script
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        importer = ".".join(parts[parts.index("migscope") :] if "migscope" in parts else parts)
+    for _, importer, tree in _importing_code():
         for node in ast.walk(tree):
             if not (isinstance(node, ast.ImportFrom) and not node.level and node.module in doors):
                 continue

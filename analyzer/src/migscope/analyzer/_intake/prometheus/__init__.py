@@ -23,7 +23,7 @@ VictoriaMetrics 1.79 in ``tests/analyzer/test_prometheus_client.py``; see
 
 Limits (``docs/analyzer-sources.md``, "Limits"): every request, retries included, ends by one
 deadline however slowly the server sends, and every answer is read within
-:data:`DEFAULT_MAX_RESPONSE_BYTES` decoded bytes; secrets are never quoted in messages.
+:data:`.body.DEFAULT_MAX_RESPONSE_BYTES` decoded bytes; secrets are never quoted in messages.
 
 The package, along a request: :mod:`.client` (the public calls, their options and times),
 :mod:`.transport` (the httpx client, authentication, sending, retries, the usage counters),
